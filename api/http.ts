@@ -1,0 +1,95 @@
+import type { Context, Hono } from "hono";
+import { getConnInfo } from "@hono/node-server/conninfo";
+import type { z } from "zod";
+import { ParleyError } from "../lib/errors";
+import type { Caller, Services } from "../lib/services/context";
+
+export type Env = { Variables: { caller: Caller } };
+export type App = Hono<Env>;
+
+/** What the OpenAPI document needs to know about a route; the same schemas validate the requests. */
+export interface RouteDoc {
+  method: "get" | "post" | "delete";
+  path: string;
+  summary: string;
+  tag: string;
+  body?: z.ZodType;
+  query?: z.ZodType;
+  response?: z.ZodType;
+  status?: number;
+  owner?: boolean;
+  produces?: string;
+}
+export const routeDocs: RouteDoc[] = [];
+
+/** Registers a route's documentation once (the registry is shared by every app built in a process). */
+export function doc(d: RouteDoc): void {
+  if (!routeDocs.some((r) => r.method === d.method && r.path === d.path)) routeDocs.push(d);
+}
+
+export function validationError(error: z.ZodError, where: string): ParleyError {
+  const detail = error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.length ? i.path.join(".") : where}: ${i.message}`)
+    .join("; ");
+  return new ParleyError("validation_error", detail);
+}
+
+/** Reads the body as JSON and validates it; 400 invalid_json or validation_error naming the field. */
+export async function jsonBody<T extends z.ZodType>(c: Context, schema: T): Promise<z.output<T>> {
+  const raw = await c.req.text();
+  let value: unknown;
+  if (raw.trim() === "") value = {};
+  else {
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      throw new ParleyError("invalid_json", "The request body is not valid JSON. Send a JSON object with Content-Type: application/json.");
+    }
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new ParleyError("validation_error", "body: must be a JSON object.");
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw validationError(parsed.error, "body");
+  return parsed.data;
+}
+
+export function queryOf<T extends z.ZodType>(c: Context, schema: T): z.output<T> {
+  const parsed = schema.safeParse(c.req.query());
+  if (!parsed.success) throw validationError(parsed.error, "query");
+  return parsed.data;
+}
+
+export function bearer(c: Context): string | undefined {
+  const header = c.req.header("authorization");
+  const m = header ? /^Bearer\s+(.+)$/i.exec(header.trim()) : null;
+  return m?.[1]?.trim();
+}
+
+/** The client address is the socket peer unless PARLEY_TRUST_PROXY names proxy hops to trust. */
+export function clientIp(c: Context, trustProxy: number): string {
+  let peer = "unknown";
+  try {
+    peer = getConnInfo(c).remote.address ?? "unknown";
+  } catch {
+    /* not running on a Node socket (in-process fetch) */
+  }
+  if (trustProxy <= 0) return peer;
+  const forwarded = (c.req.header("x-forwarded-for") ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  // Each trusted hop appended the address it saw; the client is the one the outermost trusted hop saw.
+  if (forwarded.length >= trustProxy) return forwarded[forwarded.length - trustProxy]!;
+  return c.req.header("x-real-ip")?.trim() || forwarded[0] || peer;
+}
+
+export function callerFor(svc: Services, c: Context): Caller {
+  return {
+    ip: clientIp(c, svc.config.trustProxy),
+    origin: svc.config.publicUrl ?? new URL(c.req.url).origin,
+  };
+}
+
+export function errorResponse(c: Context, err: ParleyError): Response {
+  if (err.extra.retryAfter !== undefined) c.header("Retry-After", String(err.extra.retryAfter));
+  return c.json(err.toJSON(), err.status as 400);
+}

@@ -1,0 +1,44 @@
+import { z } from "zod";
+import type { Services } from "../../lib/services/context";
+import { postMessage, readMessages } from "../../lib/services/messages";
+import { requireRoom } from "../../lib/services/rooms";
+import { messagePage, postedMessage, postMessageBody, readMessagesQuery } from "../../lib/schemas/messages";
+import { queryInt } from "../../lib/schemas/common";
+import { roomEventStream } from "../../lib/realtime/sse";
+import { doc, jsonBody, queryOf, validationError, type App } from "../http";
+
+const eventsQuery = z.object({ since: queryInt(0).optional() });
+
+export function messageRoutes(app: App, svc: Services): void {
+  doc({ method: "get", path: "/api/rooms/:id/messages", tag: "messages", summary: "Read messages: since (exclusive), limit, tail, wait (long-poll, seconds)", query: readMessagesQuery, response: messagePage });
+  app.get("/api/rooms/:id/messages", async (c) =>
+    c.json(await readMessages(svc, c.req.param("id"), queryOf(c, readMessagesQuery), c.req.raw.signal)),
+  );
+
+  doc({ method: "post", path: "/api/rooms/:id/messages", tag: "messages", summary: "Post a message (optionally signed); returns the message and its receipt", body: postMessageBody, response: postedMessage, status: 201 });
+  app.post("/api/rooms/:id/messages", async (c) => {
+    const body = await jsonBody(c, postMessageBody);
+    return c.json(postMessage(svc, c.var.caller, c.req.param("id"), body), 201);
+  });
+
+  doc({ method: "get", path: "/api/rooms/:id/events", tag: "messages", summary: "Server-Sent Events of every room event; resumes from Last-Event-ID or since", query: eventsQuery, produces: "text/event-stream" });
+  app.get("/api/rooms/:id/events", (c) => {
+    const room = requireRoom(svc, c.req.param("id"));
+    const query = queryOf(c, eventsQuery);
+    const lastEventId = c.req.header("last-event-id");
+    let since = query.since ?? 0;
+    if (lastEventId !== undefined) {
+      const parsed = queryInt(0).safeParse(lastEventId.trim());
+      if (!parsed.success) throw validationError(parsed.error, "Last-Event-ID");
+      since = parsed.data;
+    }
+    return new Response(roomEventStream(svc, room.uuid, since, c.req.raw.signal), {
+      headers: {
+        "Content-Type": "text/event-stream; charset=utf-8",
+        "Cache-Control": "no-cache, no-transform",
+        "X-Accel-Buffering": "no",
+        Connection: "keep-alive",
+      },
+    });
+  });
+}

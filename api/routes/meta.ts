@@ -1,0 +1,50 @@
+import type { Context } from "hono";
+import { z } from "zod";
+import { ParleyError, roomNotFound } from "../../lib/errors";
+import { isExpired } from "../../lib/domain/room";
+import { agentsMarkdown, llmsTxt, roomMarkdown } from "../../lib/instructions";
+import { isoNow, type Services } from "../../lib/services/context";
+import { parseRoomId, roomUrl } from "../../lib/services/rooms";
+import { doc, type App } from "../http";
+import { openApiDocument } from "../openapi";
+
+const serverKey = z.object({ pubkey_hex: z.string(), alg: z.literal("ed25519"), key_name: z.string(), key_id: z.string() });
+const MARKDOWN = "text/markdown; charset=utf-8";
+
+export function metaRoutes(app: App, svc: Services): void {
+  doc({ method: "get", path: "/health", tag: "service", summary: "Liveness plus a database round-trip", response: z.object({ status: z.literal("ok") }) });
+  app.get("/health", (c) => {
+    svc.store.ping();
+    return c.json({ status: "ok" as const });
+  });
+
+  const key = () => ({ pubkey_hex: svc.key.pubkeyHex, alg: "ed25519" as const, key_name: svc.key.keyName, key_id: svc.key.keyIdHex });
+  doc({ method: "get", path: "/api/server-key", tag: "integrity", summary: "The Ed25519 key that signs checkpoints", response: serverKey });
+  app.get("/api/server-key", (c) => c.json(key()));
+  doc({ method: "get", path: "/api/arbiter/pubkey", tag: "integrity", summary: "Same as /api/server-key (compat)", response: serverKey });
+  app.get("/api/arbiter/pubkey", (c) => c.json(key()));
+
+  app.get("/openapi.json", (c) => c.json(openApiDocument(c.var.caller.origin)));
+  app.get("/agents.md", (c) => c.body(agentsMarkdown(c.var.caller.origin, svc.config.roomMessageCap), 200, { "Content-Type": MARKDOWN }));
+  app.get("/llms.txt", (c) => c.body(llmsTxt(c.var.caller.origin), 200, { "Content-Type": "text/plain; charset=utf-8" }));
+
+  // A room URL asked for as markdown (server.ts sends only those here; the HTML page is Next's).
+  app.get("/:id{[0-9a-fA-F-]{36}}", (c) => {
+    let uuid: string;
+    try {
+      uuid = parseRoomId(c.req.param("id"));
+    } catch (err) {
+      return markdownError(c, err as ParleyError);
+    }
+    const room = svc.store.getRoom(uuid);
+    if (!room) return markdownError(c, roomNotFound());
+    if (isExpired(room, isoNow(svc))) return markdownError(c, new ParleyError("room_expired", "This room has expired. Stop polling it."));
+    const caller = c.var.caller;
+    const body = roomMarkdown({ url: roomUrl(caller, uuid), uuid, description: room.description, origin: caller.origin, messageCap: svc.config.roomMessageCap, status: room.status });
+    return c.body(body, 200, { "Content-Type": MARKDOWN, Vary: "Accept" });
+  });
+}
+
+function markdownError(c: Context, err: ParleyError) {
+  return c.body(`# ${err.status} ${err.code}\n\n${err.detail}\n`, err.status as 404, { "Content-Type": MARKDOWN, Vary: "Accept" });
+}

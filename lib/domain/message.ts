@@ -1,0 +1,38 @@
+import type { LogEvent } from "../log/event";
+import { keyRef } from "../log/keys";
+
+/** The message projection of a `message.posted` event: what lists and the verifier compare. */
+export interface Message {
+  id: number;
+  agent_id: string;
+  text: string;
+  timestamp: string;
+  reply_to: number | null;
+  auth: "signed" | "anon";
+  key_ref: string | null;
+  pubkey_hex: string | null;
+  signature_hex: string | null;
+  ts_iso: string | null;
+  memory_root: string | null;
+  hash: string;
+}
+
+export function messageFromEvent(event: LogEvent, leafHashHex: string): Message {
+  const payload = event.payload as { text: string; reply_to?: number; memory_root?: string };
+  const sig = event.sig;
+  return {
+    id: event.seq,
+    agent_id: event.actor,
+    text: payload.text,
+    timestamp: event.ts,
+    reply_to: payload.reply_to ?? null,
+    auth: sig ? "signed" : "anon",
+    key_ref: sig ? keyRef(sig.pubkey_hex) : null,
+    pubkey_hex: sig?.pubkey_hex ?? null,
+    signature_hex: sig?.signature_hex ?? null,
+    // The exact string the agent signed (legacy) or its envelope time (v1).
+    ts_iso: sig ? ("ts_iso" in sig ? sig.ts_iso : sig.ts) : null,
+    memory_root: payload.memory_root ?? null,
+    hash: leafHashHex,
+  };
+}

@@ -1,0 +1,24 @@
+/** Pure room rules: lifetime and status. */
+
+export type RoomStatus = "open" | "closed" | "expired";
+
+export interface Lifetime {
+  idleTtlMs: number;
+  maxTtlMs: number;
+}
+
+/** A room expires after idleTtl without activity, and never later than maxTtl after creation. */
+export function expiresAt(createdAtMs: number, lastActivityMs: number, life: Lifetime): number {
+  return Math.min(lastActivityMs + life.idleTtlMs, createdAtMs + life.maxTtlMs);
+}
+
+export function isExpired(room: { status: string; expiresAt: string }, nowIso: string): boolean {
+  return room.status === "expired" || room.expiresAt <= nowIso;
+}
+
+/** The room status after one of its room.* events; other events leave it unchanged. */
+export function roomStatusAfter(status: RoomStatus, eventType: string): RoomStatus {
+  if (eventType === "room.closed") return "closed";
+  if (eventType === "room.reopened") return "open";
+  return status;
+}

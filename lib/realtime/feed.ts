@@ -1,0 +1,70 @@
+import { messageFromEvent } from "../domain/message";
+import type { Services } from "../services/context";
+import { eventFromRow } from "../services/events";
+import type { EventRow } from "../store/types";
+
+export interface Frame {
+  seq: number;
+  /** A complete SSE frame: id, event and data lines. */
+  text: string;
+}
+
+const MAX_CACHED_ROOMS = 256;
+const MAX_FRAMES_PER_ROOM = 256;
+
+/**
+ * Formats a room's events as SSE frames, once per event however many watchers read it: a post
+ * into a room with 1,000 watchers costs one query and one JSON.stringify, not a thousand.
+ * Readers still read from their own cursor, so the cache only saves work and never changes what
+ * is delivered.
+ */
+export class FrameCache {
+  private readonly rooms = new Map<string, Map<number, Frame>>();
+
+  constructor(private readonly svc: Services) {}
+
+  /** Frames after `since`, oldest first, at most `limit`. */
+  read(room: string, since: number, limit = 500): Frame[] {
+    const cached = this.rooms.get(room);
+    const out: Frame[] = [];
+    for (let seq = since + 1; cached && out.length < limit; seq++) {
+      const frame = cached.get(seq);
+      if (!frame) break;
+      out.push(frame);
+    }
+    if (out.length === limit) return out;
+    const from = out.at(-1)?.seq ?? since;
+    const rows = this.svc.store.listEvents(room, from, limit - out.length);
+    for (const row of rows) out.push(this.remember(room, toFrame(row)));
+    return out;
+  }
+
+  forget(room: string): void {
+    this.rooms.delete(room);
+  }
+
+  private remember(room: string, frame: Frame): Frame {
+    let frames = this.rooms.get(room);
+    if (!frames) {
+      if (this.rooms.size >= MAX_CACHED_ROOMS) this.rooms.delete(this.rooms.keys().next().value!);
+      this.rooms.set(room, (frames = new Map()));
+    }
+    frames.set(frame.seq, frame);
+    if (frames.size > MAX_FRAMES_PER_ROOM) frames.delete(frames.keys().next().value!);
+    return frame;
+  }
+}
+
+/** The JSON an SSE reader gets: the log event, its leaf hash and, for messages, the message. */
+export function eventData(row: EventRow) {
+  const event = eventFromRow(row);
+  return {
+    ...event,
+    hash: row.leafHash,
+    ...(event.type === "message.posted" ? { message: messageFromEvent(event, row.leafHash) } : {}),
+  };
+}
+
+function toFrame(row: EventRow): Frame {
+  return { seq: row.seq, text: `id: ${row.seq}\nevent: ${row.type}\ndata: ${JSON.stringify(eventData(row))}\n\n` };
+}

@@ -1,0 +1,47 @@
+/**
+ * Wakes long-polls and SSE streams when a room's log grows. It carries only the new head seq:
+ * every reader re-reads from its own cursor, so a missed wake-up can delay but never lose an event.
+ */
+export class Notifier {
+  private readonly listeners = new Map<string, Set<(seq: number) => void>>();
+
+  subscribe(room: string, listener: (seq: number) => void): () => void {
+    let set = this.listeners.get(room);
+    if (!set) this.listeners.set(room, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.listeners.get(room) === set) this.listeners.delete(room);
+    };
+  }
+
+  publish(room: string, seq: number): void {
+    const set = this.listeners.get(room);
+    if (!set) return;
+    for (const listener of [...set]) listener(seq);
+  }
+
+  /** Resolves with true when the room passes `afterSeq`, false on timeout or abort. */
+  waitFor(room: string, afterSeq: number, headSeq: () => number, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+    if (headSeq() > afterSeq) return Promise.resolve(true);
+    if (timeoutMs <= 0 || signal?.aborted) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const done = (value: boolean) => {
+        clearTimeout(timer);
+        unsubscribe();
+        signal?.removeEventListener("abort", onAbort);
+        resolve(value);
+      };
+      const onAbort = () => done(false);
+      const unsubscribe = this.subscribe(room, (seq) => seq > afterSeq && done(true));
+      const timer = setTimeout(() => done(false), timeoutMs);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  get streamCount(): number {
+    let n = 0;
+    for (const set of this.listeners.values()) n += set.size;
+    return n;
+  }
+}

@@ -1,0 +1,44 @@
+import { z } from "zod";
+
+// Control characters (C0, DEL, C1) are never part of a name.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+export const agentId = z
+  .string({ error: "must be a string" })
+  .trim()
+  .min(1, "must not be empty or whitespace only")
+  .max(100, "must be at most 100 characters")
+  .refine((s) => !CONTROL.test(s), "must not contain control characters");
+
+export const messageText = z
+  .string({ error: "must be a string" })
+  .min(1, "must not be empty")
+  .max(10_000, "must be at most 10000 characters")
+  .refine((s) => s.trim().length > 0, "must not be whitespace only");
+
+export const description = z
+  .string({ error: "must be a string" })
+  .trim()
+  .max(500, "must be at most 500 characters");
+
+/** Query integers arrive as strings; a non-number is a validation error naming the parameter. */
+export const queryInt = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z
+    .string()
+    .regex(/^-?\d+$/, "must be a whole number")
+    .transform(Number)
+    .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+
+/** `limit`: default 100, above 500 clamped to 500 (compat), below 1 rejected. */
+export const pageLimit = (max = 500, dflt = 100) =>
+  z
+    .string()
+    .regex(/^-?\d+$/, "must be a whole number")
+    .transform(Number)
+    .pipe(z.number().int().min(1, "must be at least 1"))
+    .transform((n) => Math.min(n, max))
+    .optional()
+    .transform((n) => n ?? dflt);
+
+export const HEX64 = /^[0-9a-f]{64}$/i;

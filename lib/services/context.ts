@@ -1,0 +1,33 @@
+import type { Config } from "../config";
+import type { FrameCache } from "../realtime/feed";
+import type { Notifier } from "../realtime/notifier";
+import type { Store } from "../store/types";
+import type { RateLimiter } from "./rate-limit";
+import type { ServerKey } from "./server-key";
+
+export interface Clock {
+  now(): number;
+}
+export const systemClock: Clock = { now: () => Date.now() };
+
+/** Everything a use case needs, built once per process. */
+export interface Services {
+  config: Config;
+  store: Store;
+  key: ServerKey;
+  clock: Clock;
+  notifier: Notifier;
+  limiter: RateLimiter;
+  frames: FrameCache;
+  /** Host part of checkpoint origins. */
+  originHost: string;
+}
+
+/** Who is asking and from where: the adapters (REST, MCP, pages) fill this in. */
+export interface Caller {
+  ip: string;
+  /** Origin used in URLs we print: PARLEY_PUBLIC_URL, else the request's own origin. */
+  origin: string;
+}
+
+export const isoNow = (svc: Services) => new Date(svc.clock.now()).toISOString();

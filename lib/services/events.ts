@@ -1,0 +1,130 @@
+import { bytesToBase64, bytesToHex } from "../log/bytes";
+import { signCheckpoint } from "../log/checkpoint";
+import { eventLeafHash, type EventSig, type LogEvent } from "../log/event";
+import { frontierAppend, frontierFromHex, frontierRoot, frontierToHex } from "../log/merkle";
+import type { EventRow, RoomRow, StoreWriter } from "../store/types";
+import { isoNow, type Services } from "./context";
+
+export interface NewEvent {
+  type: string;
+  actor: string;
+  payload: Record<string, unknown>;
+  server?: Record<string, unknown>;
+  sig?: EventSig;
+}
+
+export interface Receipt {
+  seq: number;
+  leaf_hash: string;
+  checkpoint: string;
+}
+
+export interface Appended {
+  event: LogEvent;
+  leafHash: string;
+  receipt: Receipt;
+  /** The room row after the append. */
+  room: RoomRow;
+}
+
+/**
+ * The one function that appends to a room's log. It must run inside `svc.store.write`: the
+ * immediate transaction serialises appends, so seq has no gaps and prev never forks. It extends
+ * the Merkle frontier (no rehash of the room), signs the new checkpoint and moves the head;
+ * `roomPatch` carries the projection changes to the room row that belong to this event.
+ */
+export function appendEvent(
+  svc: Services,
+  tx: StoreWriter,
+  room: RoomRow,
+  input: NewEvent,
+  roomPatch: Partial<RoomRow> = {},
+): Appended {
+  const seq = room.headSize + 1;
+  const event: LogEvent = {
+    v: 1,
+    room: room.uuid,
+    seq,
+    ts: isoNow(svc),
+    type: input.type,
+    actor: input.actor,
+    payload: input.payload,
+    server: input.server ?? {},
+    prev: room.headLeaf,
+    ...(input.sig ? { sig: input.sig } : {}),
+  };
+  const leaf = eventLeafHash(event);
+  const leafHex = bytesToHex(leaf);
+  const frontier = frontierAppend(frontierFromHex(JSON.parse(room.frontier) as string[]), room.headSize, leaf);
+  const root = frontierRoot(frontier);
+  const rootB64 = bytesToBase64(root);
+  const checkpoint = signCheckpoint({
+    origin: `${svc.originHost}/room/${room.uuid}`,
+    size: seq,
+    root,
+    keyName: svc.key.keyName,
+    pubkey: svc.key.pubkey,
+    sign: svc.key.sign,
+  });
+  tx.insertEvent(eventToRow(event, leafHex));
+  tx.insertCheckpoint({ room: room.uuid, size: seq, root: rootB64, note: checkpoint });
+  const head = {
+    headSize: seq,
+    headLeaf: leafHex,
+    headRoot: rootB64,
+    frontier: JSON.stringify(frontierToHex(frontier)),
+    checkpoint,
+  };
+  tx.updateRoom(room.uuid, { ...roomPatch, ...head });
+  pendingPublish.push([room.uuid, seq]);
+  return { event, leafHash: leafHex, receipt: { seq, leaf_hash: leafHex, checkpoint }, room: { ...room, ...roomPatch, ...head } };
+}
+
+// Appends made inside the current transaction; published once it has committed.
+let pendingPublish: [string, number][] = [];
+
+/** Runs one write transaction and, after it commits, wakes the readers of every room it appended to. */
+export function writeTx<T>(svc: Services, fn: (tx: StoreWriter) => T): T {
+  pendingPublish = [];
+  let result: T;
+  try {
+    result = svc.store.write(fn);
+  } catch (err) {
+    pendingPublish = [];
+    throw err;
+  }
+  const published = pendingPublish;
+  pendingPublish = [];
+  for (const [room, seq] of published) svc.notifier.publish(room, seq);
+  return result;
+}
+
+export function eventToRow(event: LogEvent, leafHash: string): EventRow {
+  return {
+    room: event.room,
+    seq: event.seq,
+    ts: event.ts,
+    type: event.type,
+    actor: event.actor,
+    payload: JSON.stringify(event.payload),
+    server: JSON.stringify(event.server),
+    prev: event.prev,
+    sig: event.sig ? JSON.stringify(event.sig) : null,
+    leafHash,
+  };
+}
+
+export function eventFromRow(row: EventRow): LogEvent {
+  return {
+    v: 1,
+    room: row.room,
+    seq: row.seq,
+    ts: row.ts,
+    type: row.type,
+    actor: row.actor,
+    payload: JSON.parse(row.payload) as Record<string, unknown>,
+    server: JSON.parse(row.server) as Record<string, unknown>,
+    prev: row.prev,
+    ...(row.sig ? { sig: JSON.parse(row.sig) as EventSig } : {}),
+  };
+}

@@ -1,0 +1,115 @@
+import { ParleyError } from "../errors";
+import { messageFromEvent, type Message } from "../domain/message";
+import { expiresAt } from "../domain/room";
+import type { PostMessageInput, ReadMessagesInput } from "../schemas/messages";
+import type { MessageRow } from "../store/types";
+import type { Caller, Services } from "./context";
+import { appendEvent, writeTx, type Receipt } from "./events";
+import { requireOpenRoom, requireRoom } from "./rooms";
+import { checkAgentSignature, type SignatureInput } from "./signatures";
+
+export function messageFromRow(row: MessageRow): Message {
+  return {
+    id: row.seq,
+    agent_id: row.agentId,
+    text: row.text,
+    timestamp: row.ts,
+    reply_to: row.replyTo,
+    auth: row.auth as Message["auth"],
+    key_ref: row.keyRef,
+    pubkey_hex: row.pubkeyHex,
+    signature_hex: row.signatureHex,
+    ts_iso: row.tsIso,
+    memory_root: row.memoryRoot,
+    hash: row.hash,
+  };
+}
+
+function signatureOf(input: PostMessageInput): SignatureInput | undefined {
+  if (input.sig) return { kind: "v1", ...input.sig };
+  if (input.signature_hex && input.pubkey_hex && input.ts_iso) {
+    return { kind: "legacy", pubkey_hex: input.pubkey_hex, signature_hex: input.signature_hex, ts_iso: input.ts_iso, text: input.text, memory_root: input.memory_root ?? undefined };
+  }
+  return undefined;
+}
+
+export function postMessage(svc: Services, caller: Caller, rawRoomId: string, input: PostMessageInput): Message & { receipt: Receipt } {
+  const { rate } = svc.config;
+  svc.limiter.take(`posts:${caller.ip}`, rate.postsPerMinute, 60_000, "messages from your address");
+  // The payload is exactly what the agent sent and may sign: absent optional fields are omitted.
+  const payload: Record<string, unknown> = { text: input.text };
+  if (input.reply_to != null) payload.reply_to = input.reply_to;
+  if (input.memory_root != null) payload.memory_root = input.memory_root;
+
+  return writeTx(svc, (tx) => {
+    const room = requireOpenRoom(svc, rawRoomId, tx);
+    svc.limiter.take(`agent:${room.uuid}:${input.agent_id}`, rate.agentPostsPerMinute, 60_000, `messages from "${input.agent_id}" in this room`);
+    if (room.messageCount >= svc.config.roomMessageCap) {
+      throw new ParleyError("room_full", `This room holds its maximum of ${svc.config.roomMessageCap} messages. Stop posting; create a new room to continue.`);
+    }
+    if (input.reply_to != null && !tx.hasMessage(room.uuid, input.reply_to)) {
+      throw new ParleyError("validation_error", `reply_to: no message with id ${input.reply_to} in this room.`);
+    }
+    const seq = room.headSize + 1;
+    const isNewAgent = tx.addAgent(room.uuid, input.agent_id, seq);
+    const sig = checkAgentSignature(svc, tx, { room: room.uuid, type: "message.posted", actor: input.agent_id, payload, seq, signature: signatureOf(input) });
+    const now = svc.clock.now();
+    const life = { idleTtlMs: svc.config.roomIdleTtlMs, maxTtlMs: svc.config.roomMaxTtlMs };
+    const appended = appendEvent(svc, tx, room, { type: "message.posted", actor: input.agent_id, payload, sig }, {
+      messageCount: room.messageCount + 1,
+      agentCount: room.agentCount + (isNewAgent ? 1 : 0),
+      lastActivityAt: new Date(now).toISOString(),
+      expiresAt: new Date(expiresAt(Date.parse(room.createdAt), now, life)).toISOString(),
+    });
+    const message = messageFromEvent(appended.event, appended.leafHash);
+    tx.insertMessage({
+      room: room.uuid,
+      seq: message.id,
+      agentId: message.agent_id,
+      text: message.text,
+      ts: message.timestamp,
+      replyTo: message.reply_to,
+      auth: message.auth,
+      keyRef: message.key_ref,
+      pubkeyHex: message.pubkey_hex,
+      signatureHex: message.signature_hex,
+      tsIso: message.ts_iso,
+      memoryRoot: message.memory_root,
+      hash: message.hash,
+    });
+    return { ...message, receipt: appended.receipt };
+  });
+}
+
+export interface MessagePage {
+  messages: Message[];
+  has_more: boolean;
+  next_since: number;
+}
+
+/**
+ * A page of messages. `since` (exclusive) pages forward; `tail` gives the newest N; neither gives
+ * the oldest page (compat). With `wait`, an empty forward page is held until something newer arrives.
+ */
+export async function readMessages(svc: Services, rawRoomId: string, query: ReadMessagesInput, signal?: AbortSignal): Promise<MessagePage> {
+  const room = requireRoom(svc, rawRoomId);
+  if (query.tail !== undefined) {
+    const rows = svc.store.tailMessages(room.uuid, query.tail);
+    const first = rows[0]?.seq;
+    return {
+      messages: rows.map(messageFromRow),
+      has_more: first !== undefined && room.messageCount > rows.length,
+      next_since: rows.at(-1)?.seq ?? room.headSize,
+    };
+  }
+  const since = query.since ?? 0;
+  let rows = svc.store.listMessages(room.uuid, since, query.limit + 1);
+  if (rows.length === 0 && query.wait && query.since !== undefined) {
+    const woke = await svc.notifier.waitFor(room.uuid, Math.max(since, room.headSize), () => svc.store.getRoom(room.uuid)?.headSize ?? 0, query.wait * 1000, signal);
+    if (woke) rows = svc.store.listMessages(room.uuid, since, query.limit + 1);
+  }
+  const hasMore = rows.length > query.limit;
+  if (hasMore) rows = rows.slice(0, query.limit);
+  // next_since: the last message returned, else the cursor the caller gave (never backwards).
+  return { messages: rows.map(messageFromRow), has_more: hasMore, next_since: rows.at(-1)?.seq ?? since };
+}

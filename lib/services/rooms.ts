@@ -1,0 +1,177 @@
+import crypto from "node:crypto";
+import { ParleyError, roomExpired, roomNotFound } from "../errors";
+import { expiresAt, isExpired } from "../domain/room";
+import { ZERO_HASH_HEX } from "../log/event";
+import { bytesToBase64 } from "../log/bytes";
+import { EMPTY_ROOT } from "../log/merkle";
+import type { CreateRoomInput, ListRoomsInput } from "../schemas/rooms";
+import type { RoomRow } from "../store/types";
+import { isoNow, type Caller, type Services } from "./context";
+import { appendEvent, writeTx, type Receipt } from "./events";
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Room ids: UUIDs, upper case accepted and normalised, anything else 400 invalid_uuid. */
+export function parseRoomId(raw: string): string {
+  const id = raw.trim();
+  if (!UUID.test(id)) throw new ParleyError("invalid_uuid", `"${raw.slice(0, 60)}" is not a room id: expected a UUID such as 3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23.`);
+  return id.toLowerCase();
+}
+
+export const roomUrl = (caller: Caller, uuid: string) => `${caller.origin}/${uuid}`;
+
+/** The room, or 404 room_not_found / 410 room_expired. */
+export function requireRoom(svc: Services, rawId: string, reader = svc.store as Pick<Services["store"], "getRoom">): RoomRow {
+  const room = reader.getRoom(parseRoomId(rawId));
+  if (!room) throw roomNotFound();
+  if (isExpired(room, isoNow(svc))) throw roomExpired();
+  return room;
+}
+
+/** Same as requireRoom, and 409 room_closed when the room no longer accepts writes. */
+export function requireOpenRoom(svc: Services, rawId: string, reader: Pick<Services["store"], "getRoom">): RoomRow {
+  const room = requireRoom(svc, rawId, reader);
+  if (room.status === "closed") {
+    throw new ParleyError("room_closed", "This room is closed by its owner and is read-only. Stop posting to it.");
+  }
+  return room;
+}
+
+const hashToken = (token: string) => crypto.createHash("sha256").update(token).digest("hex");
+
+/** Owner actions: the owner token as a Bearer token, or the admin token. */
+export function requireOwner(svc: Services, room: RoomRow, bearer: string | undefined): void {
+  if (!bearer) throw new ParleyError("not_owner", "This action needs the room's owner token: send Authorization: Bearer <owner_token>.");
+  const given = Buffer.from(hashToken(bearer), "hex");
+  const owner = Buffer.from(room.ownerTokenHash, "hex");
+  const admin = svc.config.adminToken;
+  if (crypto.timingSafeEqual(given, owner)) return;
+  if (admin && crypto.timingSafeEqual(given, Buffer.from(hashToken(admin), "hex"))) return;
+  throw new ParleyError("not_owner", "The token does not match this room's owner token.");
+}
+
+export function createRoom(svc: Services, caller: Caller, input: CreateRoomInput) {
+  svc.limiter.take(`rooms:${caller.ip}`, svc.config.rate.roomsPerHour, 3_600_000, "rooms created from your address");
+  if (input.protocol_mode === "premium" && !svc.config.arbiterConfigured) {
+    throw new ParleyError("arbiter_unavailable", "Premium rooms need an LLM arbiter, and none is configured on this server. Create a standard room.");
+  }
+  if (input.mode === "turns") {
+    throw new ParleyError("validation_error", 'mode: "turns" is not available on this server yet; use "open".');
+  }
+  const uuid = crypto.randomUUID();
+  const ownerToken = crypto.randomBytes(24).toString("base64url");
+  const now = svc.clock.now();
+  const nowIso = new Date(now).toISOString();
+  const expires = new Date(expiresAt(now, now, { idleTtlMs: svc.config.roomIdleTtlMs, maxTtlMs: svc.config.roomMaxTtlMs })).toISOString();
+  const payload = { description: input.description, is_public: input.is_public, protocol_mode: input.protocol_mode, mode: input.mode };
+
+  const { room, receipt } = writeTx(svc, (tx) => {
+    const row: RoomRow = {
+      uuid,
+      description: input.description,
+      isPublic: input.is_public,
+      protocolMode: input.protocol_mode,
+      mode: input.mode,
+      status: "open",
+      ownerTokenHash: hashToken(ownerToken),
+      createdAt: nowIso,
+      lastActivityAt: nowIso,
+      expiresAt: expires,
+      messageCount: 0,
+      agentCount: 0,
+      headSize: 0,
+      headLeaf: ZERO_HASH_HEX,
+      headRoot: bytesToBase64(EMPTY_ROOT),
+      frontier: "[]",
+      checkpoint: "",
+    };
+    tx.insertRoom(row);
+    return appendEvent(svc, tx, row, { type: "room.created", actor: "server", payload, server: { expires_at: expires } });
+  });
+  return {
+    uuid,
+    url: roomUrl(caller, uuid),
+    description: room.description,
+    created_at: room.createdAt,
+    is_public: room.isPublic,
+    protocol_mode: room.protocolMode,
+    mode: room.mode,
+    expires_at: room.expiresAt,
+    owner_token: ownerToken,
+    receipt,
+  };
+}
+
+export function roomSummary(caller: Caller, room: RoomRow) {
+  return {
+    uuid: room.uuid,
+    url: roomUrl(caller, room.uuid),
+    description: room.description,
+    created_at: room.createdAt,
+    last_activity_at: room.lastActivityAt,
+    message_count: room.messageCount,
+    agent_count: room.agentCount,
+    protocol_mode: room.protocolMode as "standard" | "premium",
+    mode: room.mode as "open" | "turns",
+  };
+}
+
+export function roomInfo(svc: Services, caller: Caller, room: RoomRow) {
+  return {
+    ...roomSummary(caller, room),
+    expires_at: room.expiresAt,
+    status: room.status as "open" | "closed",
+    is_public: room.isPublic,
+    arbiter_active: room.protocolMode === "premium" && svc.config.arbiterConfigured,
+    last_extraction_error: null,
+    head: { size: room.headSize, root: room.headRoot, checkpoint: room.checkpoint },
+  };
+}
+
+export function getRoom(svc: Services, caller: Caller, rawId: string) {
+  return roomInfo(svc, caller, requireRoom(svc, rawId));
+}
+
+export function listRooms(svc: Services, caller: Caller, query: ListRoomsInput) {
+  const { rows, total } = svc.store.listPublicRooms({ ...query, now: isoNow(svc) });
+  return { rooms: rows.map((r) => roomSummary(caller, r)), total };
+}
+
+function setRoomStatus(svc: Services, caller: Caller, rawId: string, bearer: string | undefined, closed: boolean) {
+  const type = closed ? "room.closed" : "room.reopened";
+  return writeTx(svc, (tx) => {
+    const room = requireRoom(svc, rawId, tx);
+    requireOwner(svc, room, bearer);
+    // Closing a closed room (or reopening an open one) is a no-op, not a second event.
+    if ((room.status === "closed") === closed) return { ...roomInfo(svc, caller, room), receipt: null as Receipt | null };
+    const appended = appendEvent(svc, tx, room, { type, actor: "owner", payload: {} }, { status: closed ? "closed" : "open" });
+    return { ...roomInfo(svc, caller, appended.room), receipt: appended.receipt as Receipt | null };
+  });
+}
+
+export const closeRoom = (svc: Services, caller: Caller, id: string, bearer?: string) => setRoomStatus(svc, caller, id, bearer, true);
+export const reopenRoom = (svc: Services, caller: Caller, id: string, bearer?: string) => setRoomStatus(svc, caller, id, bearer, false);
+
+export function deleteRoom(svc: Services, rawId: string, bearer: string | undefined): { deleted: string } {
+  return svc.store.write((tx) => {
+    const room = tx.getRoom(parseRoomId(rawId));
+    if (!room || room.status === "expired") throw roomNotFound();
+    requireOwner(svc, room, bearer);
+    tx.deleteRoomData(room.uuid, false);
+    return { deleted: room.uuid };
+  });
+}
+
+/** Removes expired rooms' data and keeps a tombstone, so their URLs keep answering 410. */
+export function sweepExpiredRooms(svc: Services, batch = 100): number {
+  let removed = 0;
+  for (;;) {
+    const ids = svc.store.write((tx) => {
+      const expired = tx.expiredRooms(isoNow(svc), batch);
+      for (const id of expired) tx.deleteRoomData(id, true);
+      return expired;
+    });
+    removed += ids.length;
+    if (ids.length < batch) return removed;
+  }
+}

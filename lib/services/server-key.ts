@@ -1,0 +1,64 @@
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { bytesToHex } from "../log/bytes";
+import { keyId } from "../log/checkpoint";
+
+const PKCS8_ED25519_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
+
+export interface ServerKey {
+  keyName: string;
+  pubkey: Uint8Array;
+  pubkeyHex: string;
+  keyIdHex: string;
+  sign(message: Uint8Array): Uint8Array;
+  verify(pubkey: Uint8Array, message: Uint8Array, signature: Uint8Array): boolean;
+}
+
+/** Ed25519 through node:crypto (about 10× faster than pure JS); the seed never leaves this closure. */
+export function serverKeyFromSeed(seed: Uint8Array, keyName: string): ServerKey {
+  const privateKey = crypto.createPrivateKey({
+    key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]),
+    format: "der",
+    type: "pkcs8",
+  });
+  const spki = crypto.createPublicKey(privateKey).export({ format: "der", type: "spki" });
+  const pubkey = new Uint8Array(spki.subarray(spki.length - 32));
+  return {
+    keyName,
+    pubkey,
+    pubkeyHex: bytesToHex(pubkey),
+    keyIdHex: bytesToHex(keyId(keyName, pubkey)),
+    sign: (message) => new Uint8Array(crypto.sign(null, message, privateKey)),
+    verify: ed25519Verify,
+  };
+}
+
+const SPKI_ED25519_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
+
+export function ed25519Verify(pubkey: Uint8Array, message: Uint8Array, signature: Uint8Array): boolean {
+  if (pubkey.length !== 32 || signature.length !== 64) return false;
+  try {
+    const key = crypto.createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, pubkey]), format: "der", type: "spki" });
+    return crypto.verify(null, message, key, signature);
+  } catch {
+    return false;
+  }
+}
+
+/** Loads the seed file, creating it (mode 0600) on first start. The seed is never logged or exported. */
+export function loadOrCreateServerKey(file: string, keyName: string): ServerKey {
+  let seed: Uint8Array;
+  if (fs.existsSync(file)) {
+    const raw = fs.readFileSync(file);
+    const text = raw.toString("utf8").trim();
+    if (/^[0-9a-f]{64}$/i.test(text)) seed = Buffer.from(text, "hex");
+    else if (raw.length === 32) seed = raw;
+    else throw new Error(`PARLEY_KEY_FILE ${file} is not an Ed25519 seed (64 hex digits or 32 raw bytes).`);
+  } else {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    seed = crypto.randomBytes(32);
+    fs.writeFileSync(file, `${Buffer.from(seed).toString("hex")}\n`, { mode: 0o600, flag: "wx" });
+  }
+  return serverKeyFromSeed(seed, keyName);
+}

@@ -1,0 +1,106 @@
+import { sqliteTable, text, integer, index, primaryKey } from "drizzle-orm/sqlite-core";
+
+/** A room and its head: the projection of its room.* events plus the log head, updated in each append. */
+export const rooms = sqliteTable(
+  "rooms",
+  {
+    uuid: text("uuid").primaryKey(),
+    description: text("description").notNull(),
+    isPublic: integer("is_public", { mode: "boolean" }).notNull(),
+    protocolMode: text("protocol_mode").notNull(),
+    mode: text("mode").notNull(),
+    status: text("status").notNull(), // open | closed | expired (tombstone after the sweeper)
+    ownerTokenHash: text("owner_token_hash").notNull(),
+    createdAt: text("created_at").notNull(),
+    lastActivityAt: text("last_activity_at").notNull(),
+    expiresAt: text("expires_at").notNull(),
+    messageCount: integer("message_count").notNull(),
+    agentCount: integer("agent_count").notNull(),
+    headSize: integer("head_size").notNull(),
+    headLeaf: text("head_leaf").notNull(), // hex leaf hash of the last event: the next event's prev
+    headRoot: text("head_root").notNull(), // base64 root
+    frontier: text("frontier").notNull(), // JSON array of hex subtree roots on the right edge
+    checkpoint: text("checkpoint").notNull(), // latest signed note
+  },
+  (t) => [
+    index("rooms_public_activity").on(t.isPublic, t.lastActivityAt),
+    index("rooms_public_created").on(t.isPublic, t.createdAt),
+    index("rooms_public_messages").on(t.isPublic, t.messageCount),
+    index("rooms_public_agents").on(t.isPublic, t.agentCount),
+    index("rooms_expires").on(t.expiresAt),
+  ],
+);
+
+/** The append-only log: the truth every other table is a projection of. */
+export const events = sqliteTable(
+  "events",
+  {
+    room: text("room").notNull(),
+    seq: integer("seq").notNull(),
+    ts: text("ts").notNull(),
+    type: text("type").notNull(),
+    actor: text("actor").notNull(),
+    payload: text("payload").notNull(), // JSON
+    server: text("server").notNull(), // JSON
+    prev: text("prev").notNull(),
+    sig: text("sig"), // JSON or null
+    leafHash: text("leaf_hash").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.room, t.seq] })],
+);
+
+/** Signed checkpoints, one per tree size: the server never signs two roots for one size. */
+export const checkpoints = sqliteTable(
+  "checkpoints",
+  {
+    room: text("room").notNull(),
+    size: integer("size").notNull(),
+    root: text("root").notNull(),
+    note: text("note").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.room, t.size] })],
+);
+
+export const messages = sqliteTable(
+  "messages",
+  {
+    room: text("room").notNull(),
+    seq: integer("seq").notNull(),
+    agentId: text("agent_id").notNull(),
+    text: text("text").notNull(),
+    ts: text("ts").notNull(),
+    replyTo: integer("reply_to"),
+    auth: text("auth").notNull(),
+    keyRef: text("key_ref"),
+    pubkeyHex: text("pubkey_hex"),
+    signatureHex: text("signature_hex"),
+    tsIso: text("ts_iso"),
+    memoryRoot: text("memory_root"),
+    hash: text("hash").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.room, t.seq] })],
+);
+
+/** Agents seen in a room (agent_count) and, once one signs, the key pinned to its name. */
+export const roomAgents = sqliteTable(
+  "room_agents",
+  {
+    room: text("room").notNull(),
+    agentId: text("agent_id").notNull(),
+    firstSeq: integer("first_seq").notNull(),
+    pubkeyHex: text("pubkey_hex"),
+  },
+  (t) => [primaryKey({ columns: [t.room, t.agentId] })],
+);
+
+/** (pubkey, nonce) pairs already used in a room: a second use is a replay. */
+export const signatureNonces = sqliteTable(
+  "signature_nonces",
+  {
+    room: text("room").notNull(),
+    pubkeyHex: text("pubkey_hex").notNull(),
+    nonce: text("nonce").notNull(),
+    seq: integer("seq").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.room, t.pubkeyHex, t.nonce] })],
+);

@@ -1,0 +1,168 @@
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
+import { drizzle } from "drizzle-orm/better-sqlite3";
+import { migrate } from "drizzle-orm/better-sqlite3/migrator";
+import { and, asc, count, desc, eq, gt, like, lte, ne, sql } from "drizzle-orm";
+import * as schema from "./schema";
+import type { RoomListQuery, RoomRow, Store, StoreWriter } from "./types";
+
+const { rooms, events, checkpoints, messages, roomAgents, signatureNonces } = schema;
+const MIGRATIONS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../drizzle");
+
+const SORT_COLUMNS = {
+  active: [desc(rooms.lastActivityAt)],
+  new: [desc(rooms.createdAt)],
+  messages: [desc(rooms.messageCount), desc(rooms.lastActivityAt)],
+  agents: [desc(rooms.agentCount), desc(rooms.lastActivityAt)],
+} as const;
+
+/** Opens (creating if needed) the SQLite database in dataDir and applies the committed migrations. */
+export function openSqliteStore(dataDir: string): Store {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const sqlite = new Database(path.join(dataDir, "parley.db"));
+  sqlite.pragma("journal_mode = WAL");
+  sqlite.pragma("busy_timeout = 5000");
+  sqlite.pragma("synchronous = NORMAL"); // WAL + NORMAL: durable across process crashes, fast commits
+  sqlite.pragma("foreign_keys = ON");
+  const db = drizzle(sqlite, { schema });
+  migrate(db, { migrationsFolder: MIGRATIONS });
+
+  const p = sql.placeholder;
+  // The hot paths, prepared once.
+  const getRoom = db.select().from(rooms).where(eq(rooms.uuid, p("uuid"))).prepare();
+  const listMessages = db
+    .select()
+    .from(messages)
+    .where(and(eq(messages.room, p("room")), gt(messages.seq, p("since"))))
+    .orderBy(asc(messages.seq))
+    .limit(p("limit"))
+    .prepare();
+  const tailMessages = db
+    .select()
+    .from(messages)
+    .where(eq(messages.room, p("room")))
+    .orderBy(desc(messages.seq))
+    .limit(p("limit"))
+    .prepare();
+  const hasMessage = db
+    .select({ seq: messages.seq })
+    .from(messages)
+    .where(and(eq(messages.room, p("room")), eq(messages.seq, p("seq"))))
+    .prepare();
+  const listEvents = db
+    .select()
+    .from(events)
+    .where(and(eq(events.room, p("room")), gt(events.seq, p("since"))))
+    .orderBy(asc(events.seq))
+    .limit(p("limit"))
+    .prepare();
+  const agentKey = db
+    .select({ pubkeyHex: roomAgents.pubkeyHex })
+    .from(roomAgents)
+    .where(and(eq(roomAgents.room, p("room")), eq(roomAgents.agentId, p("agent"))))
+    .prepare();
+  const insertEvent = db.insert(events).values({
+    room: p("room"), seq: p("seq"), ts: p("ts"), type: p("type"), actor: p("actor"), payload: p("payload"),
+    server: p("server"), prev: p("prev"), sig: p("sig"), leafHash: p("leafHash"),
+  }).prepare();
+  const insertCheckpoint = db.insert(checkpoints).values({
+    room: p("room"), size: p("size"), root: p("root"), note: p("note"),
+  }).prepare();
+  const insertMessage = db.insert(messages).values({
+    room: p("room"), seq: p("seq"), agentId: p("agentId"), text: p("text"), ts: p("ts"), replyTo: p("replyTo"),
+    auth: p("auth"), keyRef: p("keyRef"), pubkeyHex: p("pubkeyHex"), signatureHex: p("signatureHex"),
+    tsIso: p("tsIso"), memoryRoot: p("memoryRoot"), hash: p("hash"),
+  }).prepare();
+  const useNonce = db
+    .insert(signatureNonces)
+    .values({ room: p("room"), pubkeyHex: p("pubkey"), nonce: p("nonce"), seq: p("seq") })
+    .onConflictDoNothing()
+    .prepare();
+  const addAgent = db
+    .insert(roomAgents)
+    .values({ room: p("room"), agentId: p("agent"), firstSeq: p("seq") })
+    .onConflictDoNothing()
+    .prepare();
+
+  const reader = {
+    getRoom: (uuid: string) => getRoom.get({ uuid }),
+    listPublicRooms(query: RoomListQuery) {
+      const where = and(
+        eq(rooms.isPublic, true),
+        ne(rooms.status, "expired"),
+        gt(rooms.expiresAt, query.now),
+        query.q ? like(rooms.description, `%${escapeLike(query.q)}%`) : undefined,
+      );
+      // LIKE needs the ESCAPE clause for the escaped wildcards.
+      const whereSql = query.q ? sql`${where} ESCAPE '\\'` : where;
+      const rows = db
+        .select()
+        .from(rooms)
+        .where(whereSql)
+        .orderBy(...SORT_COLUMNS[query.sort])
+        .limit(query.limit)
+        .offset(query.offset)
+        .all();
+      const total = db.select({ n: count() }).from(rooms).where(whereSql).get()?.n ?? 0;
+      return { rows, total };
+    },
+    listMessages: (room: string, since: number, limit: number) => listMessages.all({ room, since, limit }),
+    tailMessages: (room: string, limit: number) => tailMessages.all({ room, limit }).reverse(),
+    hasMessage: (room: string, seq: number) => hasMessage.get({ room, seq }) !== undefined,
+    listEvents: (room: string, since: number, limit: number) => listEvents.all({ room, since, limit }),
+    agentKey: (room: string, agent: string) => agentKey.get({ room, agent }),
+    ping: () => void sqlite.prepare("select 1").get(),
+  };
+
+  const writer: StoreWriter = {
+    ...reader,
+    insertRoom: (row: RoomRow) => void db.insert(rooms).values(row).run(),
+    updateRoom: (uuid, patch) => void db.update(rooms).set(patch).where(eq(rooms.uuid, uuid)).run(),
+    insertEvent: (row) => void insertEvent.run({ ...row, sig: row.sig ?? null }),
+    insertCheckpoint: (row) => void insertCheckpoint.run(row),
+    insertMessage: (row) => void insertMessage.run(row),
+    addAgent: (room, agent, seq) => addAgent.run({ room, agent, seq }).changes === 1,
+    useNonce: (room, pubkey, nonce, seq) => useNonce.run({ room, pubkey, nonce, seq }).changes === 1,
+    pinAgentKey: (room, agentId, pubkeyHex) =>
+      void db
+        .insert(roomAgents)
+        .values({ room, agentId, firstSeq: 0, pubkeyHex })
+        .onConflictDoUpdate({ target: [roomAgents.room, roomAgents.agentId], set: { pubkeyHex } })
+        .run(),
+    deleteRoomData(uuid, keepTombstone) {
+      for (const table of [events, checkpoints, messages, roomAgents, signatureNonces]) {
+        db.delete(table).where(eq(table.room, uuid)).run();
+      }
+      if (keepTombstone) {
+        db.update(rooms).set({ status: "expired", description: "", frontier: "[]", checkpoint: "" })
+          .where(eq(rooms.uuid, uuid)).run();
+      } else {
+        db.delete(rooms).where(eq(rooms.uuid, uuid)).run();
+      }
+    },
+    expiredRooms: (now, limit) =>
+      db
+        .select({ uuid: rooms.uuid })
+        .from(rooms)
+        .where(and(lte(rooms.expiresAt, now), ne(rooms.status, "expired")))
+        .limit(limit)
+        .all()
+        .map((r) => r.uuid),
+  };
+
+  // One immediate transaction per write: concurrent writers queue on SQLite's lock, so a room's
+  // seq and prev chain can never fork, even with several processes on one file.
+  const immediate = sqlite.transaction((fn: (tx: StoreWriter) => unknown) => fn(writer));
+
+  return {
+    ...reader,
+    write: <T>(fn: (tx: StoreWriter) => T) => immediate.immediate(fn) as T,
+    close: () => sqlite.close(),
+  };
+}
+
+function escapeLike(s: string): string {
+  return s.replace(/[\\%_]/g, (c) => `\\${c}`);
+}

@@ -1,0 +1,59 @@
+import type { rooms, events, checkpoints, messages } from "./schema";
+
+export type RoomRow = typeof rooms.$inferSelect;
+export type EventRow = typeof events.$inferSelect;
+export type CheckpointRow = typeof checkpoints.$inferSelect;
+export type MessageRow = typeof messages.$inferSelect;
+export type RoomHead = Pick<RoomRow, "headSize" | "headLeaf" | "headRoot" | "frontier" | "checkpoint">;
+
+export type RoomSort = "active" | "new" | "messages" | "agents";
+
+export interface RoomListQuery {
+  sort: RoomSort;
+  limit: number;
+  offset: number;
+  q?: string;
+  now: string;
+}
+
+/** Reads, available inside and outside a write transaction. */
+export interface StoreReader {
+  getRoom(uuid: string): RoomRow | undefined;
+  listPublicRooms(query: RoomListQuery): { rows: RoomRow[]; total: number };
+  /** Messages with seq > since, oldest first. */
+  listMessages(room: string, since: number, limit: number): MessageRow[];
+  /** The newest `limit` messages, oldest first. */
+  tailMessages(room: string, limit: number): MessageRow[];
+  hasMessage(room: string, seq: number): boolean;
+  /** Events with seq > since, oldest first. */
+  listEvents(room: string, since: number, limit: number): EventRow[];
+  agentKey(room: string, agentId: string): { pubkeyHex: string | null } | undefined;
+  ping(): void;
+}
+
+/** Writes: only reachable through Store.write, so every write is inside one transaction. */
+export interface StoreWriter extends StoreReader {
+  insertRoom(row: RoomRow): void;
+  updateRoom(uuid: string, patch: Partial<Omit<RoomRow, "uuid">>): void;
+  insertEvent(row: EventRow): void;
+  insertCheckpoint(row: CheckpointRow): void;
+  insertMessage(row: MessageRow): void;
+  /** Records an agent in a room; true when it is new there. */
+  addAgent(room: string, agentId: string, seq: number): boolean;
+  /** Records a signature nonce; false when this (pubkey, nonce) was already used in the room. */
+  useNonce(room: string, pubkeyHex: string, nonce: string, seq: number): boolean;
+  pinAgentKey(room: string, agentId: string, pubkeyHex: string): void;
+  /** Removes every row of a room; keeps a tombstone row when `tombstone` is set. */
+  deleteRoomData(uuid: string, keepTombstone: boolean): void;
+  /** Rooms past their expiry that still hold data. */
+  expiredRooms(now: string, limit: number): string[];
+}
+
+/**
+ * The repository the services use. Synchronous because the embedded SQLite driver is, and a
+ * synchronous immediate transaction is what serialises appends per room for free.
+ */
+export interface Store extends StoreReader {
+  write<T>(fn: (tx: StoreWriter) => T): T;
+  close(): void;
+}
