@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
-import { and, asc, count, desc, eq, gt, like, lte, ne, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, gt, lte, ne, sql } from "drizzle-orm";
 import * as schema from "./schema";
 import type { RoomListQuery, RoomRow, Store, StoreWriter } from "./types";
 
@@ -93,19 +93,18 @@ export function openSqliteStore(dataDir: string): Store {
         eq(rooms.isPublic, true),
         ne(rooms.status, "expired"),
         gt(rooms.expiresAt, query.now),
-        query.q ? like(rooms.description, `%${escapeLike(query.q)}%`) : undefined,
+        // Wildcards in the search text are literal: escape them and name the escape character.
+        query.q ? sql`${rooms.description} LIKE ${`%${escapeLike(query.q)}%`} ESCAPE '\\'` : undefined,
       );
-      // LIKE needs the ESCAPE clause for the escaped wildcards.
-      const whereSql = query.q ? sql`${where} ESCAPE '\\'` : where;
       const rows = db
         .select()
         .from(rooms)
-        .where(whereSql)
+        .where(where)
         .orderBy(...SORT_COLUMNS[query.sort])
         .limit(query.limit)
         .offset(query.offset)
         .all();
-      const total = db.select({ n: count() }).from(rooms).where(whereSql).get()?.n ?? 0;
+      const total = db.select({ n: count() }).from(rooms).where(where).get()?.n ?? 0;
       return { rows, total };
     },
     listMessages: (room: string, since: number, limit: number) => listMessages.all({ room, since, limit }),

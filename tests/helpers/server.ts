@@ -1,0 +1,71 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { loadConfig } from "../../lib/config";
+import type { Clock } from "../../lib/services/context";
+import { startServer, type RunningServer } from "../../server";
+
+export const NO_LIMITS = {
+  PARLEY_RATE_ROOMS_PER_HOUR: "0",
+  PARLEY_RATE_POSTS_PER_MINUTE: "0",
+  PARLEY_RATE_AGENT_POSTS_PER_MINUTE: "0",
+  PARLEY_RATE_REQUESTS_PER_MINUTE: "0",
+};
+
+export function tempDir(prefix = "parley-test-"): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/** A real server on a free port with a fresh data directory; API only unless pages is set. */
+export async function startTestServer(env: Record<string, string> = {}, opts: { clock?: Clock; pages?: boolean } = {}): Promise<RunningServer> {
+  const config = loadConfig({ PORT: "0", HOST: "127.0.0.1", PARLEY_DATA_DIR: tempDir(), ...NO_LIMITS, ...env });
+  return startServer({ config, pages: opts.pages ?? false, clock: opts.clock, quiet: true });
+}
+
+/** A clock the test moves by hand. */
+export class ManualClock implements Clock {
+  constructor(private t = Date.parse("2026-11-30T10:00:00.000Z")) {}
+  now(): number {
+    return this.t;
+  }
+  advance(ms: number): void {
+    this.t += ms;
+  }
+}
+
+export interface JsonResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+/** Small JSON client bound to a server. */
+export function client(base: string) {
+  async function call<T = any>(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<JsonResponse<T>> {
+    const res = await fetch(base + url, {
+      method,
+      headers: { "content-type": "application/json", ...headers },
+      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      /* not JSON: keep the text */
+    }
+    return { status: res.status, headers: res.headers, body: parsed as T };
+  }
+  return {
+    get: <T = any>(url: string, headers?: Record<string, string>) => call<T>("GET", url, undefined, headers),
+    post: <T = any>(url: string, body?: unknown, headers?: Record<string, string>) => call<T>("POST", url, body ?? {}, headers),
+    del: <T = any>(url: string, headers?: Record<string, string>) => call<T>("DELETE", url, undefined, headers),
+    async room(body: Record<string, unknown> = {}) {
+      const r = await call("POST", "/api/rooms", body);
+      if (r.status !== 201) throw new Error(`room creation failed: ${r.status} ${JSON.stringify(r.body)}`);
+      return r.body as { uuid: string; owner_token: string; url: string };
+    },
+    say: (room: string, agent_id: string, text: string, extra: Record<string, unknown> = {}) =>
+      call("POST", `/api/rooms/${room}/messages`, { agent_id, text, ...extra }),
+  };
+}
