@@ -1,11 +1,3 @@
-CREATE TABLE `checkpoints` (
-	`room` text NOT NULL,
-	`size` integer NOT NULL,
-	`root` text NOT NULL,
-	`note` text NOT NULL,
-	PRIMARY KEY(`room`, `size`)
-);
---> statement-breakpoint
 CREATE TABLE `events` (
 	`room` text NOT NULL,
 	`seq` integer NOT NULL,
@@ -17,6 +9,7 @@ CREATE TABLE `events` (
 	`prev` text NOT NULL,
 	`sig` text,
 	`leaf_hash` text NOT NULL,
+	`checkpoint` text NOT NULL,
 	PRIMARY KEY(`room`, `seq`)
 );
 --> statement-breakpoint
@@ -65,10 +58,10 @@ CREATE TABLE `rooms` (
 	`checkpoint` text NOT NULL
 );
 --> statement-breakpoint
-CREATE INDEX `rooms_public_activity` ON `rooms` (`is_public`,`last_activity_at`);--> statement-breakpoint
-CREATE INDEX `rooms_public_created` ON `rooms` (`is_public`,`created_at`);--> statement-breakpoint
-CREATE INDEX `rooms_public_messages` ON `rooms` (`is_public`,`message_count`);--> statement-breakpoint
-CREATE INDEX `rooms_public_agents` ON `rooms` (`is_public`,`agent_count`);--> statement-breakpoint
+CREATE INDEX `rooms_public_activity` ON `rooms` (`last_activity_at`) WHERE is_public = 1;--> statement-breakpoint
+CREATE INDEX `rooms_public_created` ON `rooms` (`created_at`) WHERE is_public = 1;--> statement-breakpoint
+CREATE INDEX `rooms_public_messages` ON `rooms` (`message_count`) WHERE is_public = 1;--> statement-breakpoint
+CREATE INDEX `rooms_public_agents` ON `rooms` (`agent_count`) WHERE is_public = 1;--> statement-breakpoint
 CREATE INDEX `rooms_expires` ON `rooms` (`expires_at`);--> statement-breakpoint
 CREATE TABLE `signature_nonces` (
 	`room` text NOT NULL,

@@ -2,7 +2,7 @@ import { bytesToBase64, bytesToHex } from "../log/bytes";
 import { signCheckpoint } from "../log/checkpoint";
 import { eventLeafHash, type EventSig, type LogEvent } from "../log/event";
 import { frontierAppend, frontierFromHex, frontierRoot, frontierToHex } from "../log/merkle";
-import type { EventRow, RoomRow, StoreWriter } from "../store/types";
+import type { EventRow, RoomAfterAppend, RoomRow, StoreWriter } from "../store/types";
 import { isoNow, type Services } from "./context";
 
 export interface NewEvent {
@@ -38,7 +38,7 @@ export function appendEvent(
   tx: StoreWriter,
   room: RoomRow,
   input: NewEvent,
-  roomPatch: Partial<RoomRow> = {},
+  roomPatch: Partial<RoomAfterAppend> = {},
 ): Appended {
   const seq = room.headSize + 1;
   const event: LogEvent = {
@@ -57,7 +57,6 @@ export function appendEvent(
   const leafHex = bytesToHex(leaf);
   const frontier = frontierAppend(frontierFromHex(JSON.parse(room.frontier) as string[]), room.headSize, leaf);
   const root = frontierRoot(frontier);
-  const rootB64 = bytesToBase64(root);
   const checkpoint = signCheckpoint({
     origin: `${svc.originHost}/room/${room.uuid}`,
     size: seq,
@@ -66,18 +65,19 @@ export function appendEvent(
     pubkey: svc.key.pubkey,
     sign: svc.key.sign,
   });
-  tx.insertEvent(eventToRow(event, leafHex));
-  tx.insertCheckpoint({ room: room.uuid, size: seq, root: rootB64, note: checkpoint });
-  const head = {
+  tx.insertEvent(eventToRow(event, leafHex, checkpoint));
+  const after: RoomRow = {
+    ...room,
+    ...roomPatch,
     headSize: seq,
     headLeaf: leafHex,
-    headRoot: rootB64,
+    headRoot: bytesToBase64(root),
     frontier: JSON.stringify(frontierToHex(frontier)),
     checkpoint,
   };
-  tx.updateRoom(room.uuid, { ...roomPatch, ...head });
+  tx.updateRoomAfterAppend(room.uuid, after);
   pendingPublish.push([room.uuid, seq]);
-  return { event, leafHash: leafHex, receipt: { seq, leaf_hash: leafHex, checkpoint }, room: { ...room, ...roomPatch, ...head } };
+  return { event, leafHash: leafHex, receipt: { seq, leaf_hash: leafHex, checkpoint }, room: after };
 }
 
 // Appends made inside the current transaction; published once it has committed.
@@ -99,7 +99,7 @@ export function writeTx<T>(svc: Services, fn: (tx: StoreWriter) => T): T {
   return result;
 }
 
-export function eventToRow(event: LogEvent, leafHash: string): EventRow {
+export function eventToRow(event: LogEvent, leafHash: string, checkpoint: string): EventRow {
   return {
     room: event.room,
     seq: event.seq,
@@ -111,6 +111,7 @@ export function eventToRow(event: LogEvent, leafHash: string): EventRow {
     prev: event.prev,
     sig: event.sig ? JSON.stringify(event.sig) : null,
     leafHash,
+    checkpoint,
   };
 }
 

@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { sqliteTable, text, integer, index, primaryKey } from "drizzle-orm/sqlite-core";
 
 /** A room and its head: the projection of its room.* events plus the log head, updated in each append. */
@@ -22,11 +23,12 @@ export const rooms = sqliteTable(
     frontier: text("frontier").notNull(), // JSON array of hex subtree roots on the right edge
     checkpoint: text("checkpoint").notNull(), // latest signed note
   },
+  // Partial indexes: only public rooms are listed, so a post into a private room touches none of them.
   (t) => [
-    index("rooms_public_activity").on(t.isPublic, t.lastActivityAt),
-    index("rooms_public_created").on(t.isPublic, t.createdAt),
-    index("rooms_public_messages").on(t.isPublic, t.messageCount),
-    index("rooms_public_agents").on(t.isPublic, t.agentCount),
+    index("rooms_public_activity").on(t.lastActivityAt).where(sql`is_public = 1`),
+    index("rooms_public_created").on(t.createdAt).where(sql`is_public = 1`),
+    index("rooms_public_messages").on(t.messageCount).where(sql`is_public = 1`),
+    index("rooms_public_agents").on(t.agentCount).where(sql`is_public = 1`),
     index("rooms_expires").on(t.expiresAt),
   ],
 );
@@ -45,20 +47,11 @@ export const events = sqliteTable(
     prev: text("prev").notNull(),
     sig: text("sig"), // JSON or null
     leafHash: text("leaf_hash").notNull(),
+    // Derived, not part of the canonical bytes: the signed checkpoint of the tree of size seq.
+    // One per (room, seq), so the server can never have signed two roots for one size.
+    checkpoint: text("checkpoint").notNull(),
   },
   (t) => [primaryKey({ columns: [t.room, t.seq] })],
-);
-
-/** Signed checkpoints, one per tree size: the server never signs two roots for one size. */
-export const checkpoints = sqliteTable(
-  "checkpoints",
-  {
-    room: text("room").notNull(),
-    size: integer("size").notNull(),
-    root: text("root").notNull(),
-    note: text("note").notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.room, t.size] })],
 );
 
 export const messages = sqliteTable(

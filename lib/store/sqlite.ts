@@ -1,6 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
+import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
 import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
@@ -8,7 +10,7 @@ import { and, asc, count, desc, eq, gt, lte, ne, sql } from "drizzle-orm";
 import * as schema from "./schema";
 import type { RoomListQuery, RoomRow, Store, StoreWriter } from "./types";
 
-const { rooms, events, checkpoints, messages, roomAgents, signatureNonces } = schema;
+const { rooms, events, messages, roomAgents, signatureNonces } = schema;
 const MIGRATIONS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../drizzle");
 
 const SORT_COLUMNS = {
@@ -21,10 +23,15 @@ const SORT_COLUMNS = {
 /** Opens (creating if needed) the SQLite database in dataDir and applies the committed migrations. */
 export function openSqliteStore(dataDir: string): Store {
   fs.mkdirSync(dataDir, { recursive: true });
-  const sqlite = new Database(path.join(dataDir, "parley.db"));
+  const file = path.join(dataDir, "parley.db");
+  const sqlite = new Database(file);
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("busy_timeout = 5000");
-  sqlite.pragma("synchronous = NORMAL"); // WAL + NORMAL: durable across process crashes, fast commits
+  sqlite.pragma("synchronous = NORMAL"); // WAL + NORMAL: commits survive a process crash and do not fsync
+  // WAL checkpoints (the fsyncs) run on another thread; the main thread only checkpoints if that
+  // thread falls far behind (about 40 MB of WAL).
+  sqlite.pragma("wal_autocheckpoint = 10000");
+  const checkpointer = startCheckpointer(file);
   sqlite.pragma("foreign_keys = ON");
   const db = drizzle(sqlite, { schema });
   migrate(db, { migrationsFolder: MIGRATIONS });
@@ -65,11 +72,15 @@ export function openSqliteStore(dataDir: string): Store {
     .prepare();
   const insertEvent = db.insert(events).values({
     room: p("room"), seq: p("seq"), ts: p("ts"), type: p("type"), actor: p("actor"), payload: p("payload"),
-    server: p("server"), prev: p("prev"), sig: p("sig"), leafHash: p("leafHash"),
+    server: p("server"), prev: p("prev"), sig: p("sig"), leafHash: p("leafHash"), checkpoint: p("checkpoint"),
   }).prepare();
-  const insertCheckpoint = db.insert(checkpoints).values({
-    room: p("room"), size: p("size"), root: p("root"), note: p("note"),
-  }).prepare();
+  // drizzle types `set` without placeholders; a placeholder wrapped in sql`` is accepted.
+  const ph = (name: string) => sql`${p(name)}`;
+  const updateRoomAfterAppend = db.update(rooms).set({
+    headSize: ph("headSize"), headLeaf: ph("headLeaf"), headRoot: ph("headRoot"), frontier: ph("frontier"),
+    checkpoint: ph("checkpoint"), status: ph("status"), messageCount: ph("messageCount"), agentCount: ph("agentCount"),
+    lastActivityAt: ph("lastActivityAt"), expiresAt: ph("expiresAt"),
+  }).where(eq(rooms.uuid, p("uuid"))).prepare();
   const insertMessage = db.insert(messages).values({
     room: p("room"), seq: p("seq"), agentId: p("agentId"), text: p("text"), ts: p("ts"), replyTo: p("replyTo"),
     auth: p("auth"), keyRef: p("keyRef"), pubkeyHex: p("pubkeyHex"), signatureHex: p("signatureHex"),
@@ -118,9 +129,8 @@ export function openSqliteStore(dataDir: string): Store {
   const writer: StoreWriter = {
     ...reader,
     insertRoom: (row: RoomRow) => void db.insert(rooms).values(row).run(),
-    updateRoom: (uuid, patch) => void db.update(rooms).set(patch).where(eq(rooms.uuid, uuid)).run(),
+    updateRoomAfterAppend: (uuid, room) => void updateRoomAfterAppend.run({ ...room, uuid }),
     insertEvent: (row) => void insertEvent.run({ ...row, sig: row.sig ?? null }),
-    insertCheckpoint: (row) => void insertCheckpoint.run(row),
     insertMessage: (row) => void insertMessage.run(row),
     addAgent: (room, agent, seq) => addAgent.run({ room, agent, seq }).changes === 1,
     useNonce: (room, pubkey, nonce, seq) => useNonce.run({ room, pubkey, nonce, seq }).changes === 1,
@@ -131,7 +141,7 @@ export function openSqliteStore(dataDir: string): Store {
         .onConflictDoUpdate({ target: [roomAgents.room, roomAgents.agentId], set: { pubkeyHex } })
         .run(),
     deleteRoomData(uuid, keepTombstone) {
-      for (const table of [events, checkpoints, messages, roomAgents, signatureNonces]) {
+      for (const table of [events, messages, roomAgents, signatureNonces]) {
         db.delete(table).where(eq(table.room, uuid)).run();
       }
       if (keepTombstone) {
@@ -158,10 +168,32 @@ export function openSqliteStore(dataDir: string): Store {
   return {
     ...reader,
     write: <T>(fn: (tx: StoreWriter) => T) => immediate.immediate(fn) as T,
-    close: () => sqlite.close(),
+    close() {
+      void checkpointer.terminate();
+      sqlite.close();
+    },
   };
 }
 
 function escapeLike(s: string): string {
   return s.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+const CHECKPOINTER = `
+const { parentPort, workerData } = require("node:worker_threads");
+const Database = require(workerData.driver);
+const db = new Database(workerData.file);
+db.pragma("busy_timeout = 5000");
+setInterval(() => {
+  try { db.pragma("wal_checkpoint(PASSIVE)"); } catch { /* busy: next time */ }
+}, workerData.intervalMs);
+`;
+
+/** A thread with its own connection that moves the WAL into the database file every second. */
+function startCheckpointer(file: string): Worker {
+  const driver = createRequire(import.meta.url).resolve("better-sqlite3");
+  const worker = new Worker(CHECKPOINTER, { eval: true, workerData: { file, driver, intervalMs: 1000 } });
+  worker.on("error", (err) => console.error("WAL checkpointer stopped:", err.message));
+  worker.unref();
+  return worker;
 }

@@ -1,10 +1,13 @@
-import type { rooms, events, checkpoints, messages } from "./schema";
+import type { rooms, events, messages } from "./schema";
 
 export type RoomRow = typeof rooms.$inferSelect;
 export type EventRow = typeof events.$inferSelect;
-export type CheckpointRow = typeof checkpoints.$inferSelect;
 export type MessageRow = typeof messages.$inferSelect;
-export type RoomHead = Pick<RoomRow, "headSize" | "headLeaf" | "headRoot" | "frontier" | "checkpoint">;
+/** The columns an append changes: the log head and the room's projection. */
+export type RoomAfterAppend = Pick<
+  RoomRow,
+  "headSize" | "headLeaf" | "headRoot" | "frontier" | "checkpoint" | "status" | "messageCount" | "agentCount" | "lastActivityAt" | "expiresAt"
+>;
 
 export type RoomSort = "active" | "new" | "messages" | "agents";
 
@@ -34,9 +37,8 @@ export interface StoreReader {
 /** Writes: only reachable through Store.write, so every write is inside one transaction. */
 export interface StoreWriter extends StoreReader {
   insertRoom(row: RoomRow): void;
-  updateRoom(uuid: string, patch: Partial<Omit<RoomRow, "uuid">>): void;
+  updateRoomAfterAppend(uuid: string, room: RoomAfterAppend): void;
   insertEvent(row: EventRow): void;
-  insertCheckpoint(row: CheckpointRow): void;
   insertMessage(row: MessageRow): void;
   /** Records an agent in a room; true when it is new there. */
   addAgent(room: string, agentId: string, seq: number): boolean;

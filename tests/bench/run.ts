@@ -1,0 +1,229 @@
+/**
+ * `npm run bench`: throughput, latency, delivery and memory on this machine, with the load
+ * generator in this process and the server in a child process (as in production), plus the
+ * same append path called in-process as the local limit. Not part of `npm test`.
+ */
+import { spawn, execFileSync, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import http from "node:http";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import autocannon from "autocannon";
+import { loadConfig } from "../../lib/config";
+import { createServices } from "../../lib/services";
+import { postMessage } from "../../lib/services/messages";
+import { createRoom } from "../../lib/services/rooms";
+import { loadOrCreateServerKey } from "../../lib/services/server-key";
+import { openSqliteStore } from "../../lib/store/sqlite";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const DURATION = Number(process.env.BENCH_SECONDS ?? 5);
+const NO_LIMITS = {
+  PARLEY_RATE_ROOMS_PER_HOUR: "0",
+  PARLEY_RATE_POSTS_PER_MINUTE: "0",
+  PARLEY_RATE_AGENT_POSTS_PER_MINUTE: "0",
+  PARLEY_RATE_REQUESTS_PER_MINUTE: "0",
+  PARLEY_ROOM_MESSAGE_CAP: "1000000",
+};
+const results: [string, string][] = [];
+const report = (name: string, value: string) => {
+  results.push([name, value]);
+  console.log(`${name.padEnd(58)} ${value}`);
+};
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function rssMb(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
+}
+
+async function startChild(): Promise<{ base: string; child: ChildProcess }> {
+  const port = await freePort();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-bench-"));
+  const child = spawn(process.execPath, ["--import", "tsx", "server.ts"], {
+    cwd: ROOT,
+    env: { ...process.env, ...NO_LIMITS, PORT: String(port), HOST: "127.0.0.1", PARLEY_DATA_DIR: dataDir, NODE_ENV: "production" },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 600; i++) {
+    try {
+      if ((await fetch(`${base}/health`)).ok) return { base, child };
+    } catch {
+      /* not up yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("server did not start");
+}
+
+async function json(base: string, method: string, url: string, body?: unknown) {
+  const res = await fetch(base + url, { method, headers: { "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined });
+  return res.json() as Promise<any>;
+}
+
+function cannon(opts: autocannon.Options): Promise<autocannon.Result> {
+  return new Promise((resolve, reject) => autocannon({ duration: DURATION, ...opts }, (err, res) => (err ? reject(err) : resolve(res))));
+}
+
+const fmt = (r: autocannon.Result) =>
+  `${Math.round(r.requests.average).toLocaleString("en")} req/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, errors ${r.errors + r.non2xx}`;
+
+async function postThroughput(base: string, rooms: string[]): Promise<number> {
+  let best = 0;
+  for (const connections of [1, 16, 64]) {
+    let i = 0;
+    const r = await cannon({
+      url: base,
+      connections,
+      requests: [
+        {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          setupRequest: (req) => {
+            i++;
+            return { ...req, path: `/api/rooms/${rooms[i % rooms.length]}/messages`, body: JSON.stringify({ agent_id: `agent-${i % 7}`, text: `benchmark message ${i} with a little text in it` }) };
+          },
+        },
+      ],
+    });
+    report(`POST message, ${connections} connection(s), 50 rooms`, fmt(r));
+    if (connections === 64) best = r.requests.average;
+  }
+  return best;
+}
+
+/** The same append path (validation, transaction, hash, frontier, checkpoint signature) without HTTP. */
+function inProcessAppendRate(): number {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-bench-local-"));
+  const config = loadConfig({ ...NO_LIMITS, PARLEY_DATA_DIR: dataDir });
+  const store = openSqliteStore(dataDir);
+  const svc = createServices(config, store, loadOrCreateServerKey(config.keyFile, config.keyName));
+  const caller = { ip: "local", origin: "http://localhost" };
+  const rooms = Array.from({ length: 50 }, () => createRoom(svc, caller, { description: "", is_public: false, protocol_mode: "standard", mode: "open" }).uuid);
+  const n = 20_000;
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) postMessage(svc, caller, rooms[i % 50]!, { agent_id: `agent-${i % 7}`, text: `benchmark message ${i} with a little text in it` });
+  const rate = n / ((performance.now() - t0) / 1000);
+  store.close();
+  return rate;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** Opens SSE watchers and long-pollers on one room, then measures post → receipt at each reader. */
+async function deliveryLatency(base: string, child: ChildProcess) {
+  const room = (await json(base, "POST", "/api/rooms", {})).uuid as string;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+  const sent = new Map<number, number>();
+  const sseLatencies: number[] = [];
+  const pollLatencies: number[] = [];
+  const url = new URL(base);
+  const sockets: http.ClientRequest[] = [];
+
+  await Promise.all(
+    Array.from({ length: 1000 }, () => new Promise<void>((resolve, reject) => {
+      const req = http.get({ host: url.hostname, port: url.port, path: `/api/rooms/${room}/events?since=1`, agent }, (res) => {
+        let buffer = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => {
+          const now = performance.now();
+          buffer += chunk;
+          let idx: number;
+          while ((idx = buffer.indexOf("\n\n")) >= 0) {
+            const m = /^id: (\d+)/m.exec(buffer.slice(0, idx));
+            buffer = buffer.slice(idx + 2);
+            const t = m ? sent.get(Number(m[1])) : undefined;
+            if (t !== undefined) sseLatencies.push(now - t);
+          }
+        });
+        resolve();
+      });
+      req.on("error", reject);
+      sockets.push(req);
+    })),
+  );
+  const rssStreams = rssMb(child.pid!);
+
+  let polling = true;
+  const pollers = Array.from({ length: 100 }, async () => {
+    let since = 1;
+    while (polling) {
+      const page = await json(base, "GET", `/api/rooms/${room}/messages?since=${since}&wait=30`).catch(() => null);
+      const now = performance.now();
+      if (!page) continue;
+      for (const m of page.messages) {
+        const t = sent.get(m.id);
+        if (t !== undefined) pollLatencies.push(now - t);
+      }
+      since = page.next_since;
+    }
+  });
+  await new Promise((r) => setTimeout(r, 500));
+
+  const rounds = 30;
+  for (let i = 0; i < rounds; i++) {
+    const t0 = performance.now();
+    const posted = await json(base, "POST", `/api/rooms/${room}/messages`, { agent_id: "speaker", text: `delivery ${i}` });
+    sent.set(posted.id, t0);
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  await new Promise((r) => setTimeout(r, 500));
+  polling = false;
+  await json(base, "POST", `/api/rooms/${room}/messages`, { agent_id: "speaker", text: "release the pollers" });
+  await Promise.all(pollers);
+  for (const s of sockets) s.destroy();
+  agent.destroy();
+
+  const show = (name: string, xs: number[], expected: number) => {
+    xs.sort((a, b) => a - b);
+    report(name, `p50 ${percentile(xs, 50).toFixed(1)} ms, p99 ${percentile(xs, 99).toFixed(1)} ms (${xs.length}/${expected} deliveries)`);
+  };
+  show("Delivery POST → 1,000 SSE watchers", sseLatencies, rounds * 1000);
+  show("Delivery POST → 100 long-pollers", pollLatencies, rounds * 100);
+  return rssStreams;
+}
+
+async function main() {
+  console.log(`Parley benchmark — ${new Date().toISOString()} — ${os.cpus().length} cores, ${os.cpus()[0]?.model}, Node ${process.version}`);
+  if (!fs.existsSync(path.join(ROOT, ".next", "BUILD_ID"))) execFileSync("npx", ["next", "build"], { cwd: ROOT, stdio: "inherit" });
+  const { base, child } = await startChild();
+  try {
+    await new Promise((r) => setTimeout(r, 1000));
+    report("RSS idle (after start)", `${rssMb(child.pid!).toFixed(0)} MB`);
+
+    const rooms: string[] = [];
+    for (let i = 0; i < 50; i++) rooms.push((await json(base, "POST", "/api/rooms", {})).uuid);
+    const httpRate = await postThroughput(base, rooms);
+
+    const quiet = (await json(base, "POST", "/api/rooms", {})).uuid;
+    const last = (await json(base, "POST", `/api/rooms/${quiet}/messages`, { agent_id: "a", text: "only" })).id;
+    report("Idle poll (since = last), 64 connections", fmt(await cannon({ url: `${base}/api/rooms/${quiet}/messages?since=${last}`, connections: 64 })));
+
+    const page = (await json(base, "POST", "/api/rooms", { description: "A room with 1,000 messages" })).uuid;
+    for (let i = 0; i < 1000; i++) await json(base, "POST", `/api/rooms/${page}/messages`, { agent_id: `agent-${i % 4}`, text: `Message **${i}** with _markdown_ and a [link](https://example.com).` });
+    report("Watcher page (1,000-message room), 16 connections", fmt(await cannon({ url: `${base}/${page}`, connections: 16, headers: { accept: "text/html" } })));
+
+    const rssStreams = await deliveryLatency(base, child);
+    report("RSS with 1,000 SSE connections", `${rssStreams.toFixed(0)} MB`);
+
+    const local = inProcessAppendRate();
+    report("In-process append (no HTTP), local limit", `${Math.round(local).toLocaleString("en")} appends/s`);
+    report("HTTP POST at 64 connections / in-process append", `${((httpRate / local) * 100).toFixed(0)} %`);
+  } finally {
+    child.kill("SIGTERM");
+  }
+}
+
+await main();
