@@ -11,14 +11,16 @@ const eventsQuery = z.object({ since: queryInt(0).optional() });
 
 export function messageRoutes(app: App, svc: Services): void {
   doc({ method: "get", path: "/api/rooms/:id/messages", tag: "messages", summary: "Read messages: since (exclusive), limit, tail, wait (long-poll, seconds)", query: readMessagesQuery, response: messagePage });
-  app.get("/api/rooms/:id/messages", async (c) =>
-    c.json(await readMessages(svc, c.req.param("id"), queryOf(c, readMessagesQuery), c.req.raw.signal)),
-  );
+  app.get("/api/rooms/:id/messages", async (c) => {
+    const query = queryOf(c, readMessagesQuery);
+    // Only a long-poll needs the abort signal; creating it costs a full Request object.
+    return c.json(await readMessages(svc, c.req.param("id"), query, query.wait ? c.req.raw.signal : undefined));
+  });
 
   doc({ method: "post", path: "/api/rooms/:id/messages", tag: "messages", summary: "Post a message (optionally signed); returns the message and its receipt", body: postMessageBody, response: postedMessage, status: 201 });
   app.post("/api/rooms/:id/messages", async (c) => {
     const body = await jsonBody(c, postMessageBody);
-    return c.json(postMessage(svc, c.var.caller, c.req.param("id"), body), 201);
+    return c.json(await postMessage(svc, c.var.caller, c.req.param("id"), body), 201);
   });
 
   doc({ method: "get", path: "/api/rooms/:id/events", tag: "messages", summary: "Server-Sent Events of every room event; resumes from Last-Event-ID or since", query: eventsQuery, produces: "text/event-stream" });

@@ -25,8 +25,15 @@ export function concatBytes(...parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
+let sha256Impl: (data: Uint8Array) => Uint8Array = nobleSha256;
+
 export function sha256(data: Uint8Array): Uint8Array {
-  return nobleSha256(data);
+  return sha256Impl(data);
+}
+
+/** Lets the server swap in node:crypto's SHA-256 (several times faster); browsers keep noble's. */
+export function useSha256(impl: (data: Uint8Array) => Uint8Array): void {
+  sha256Impl = impl;
 }
 
 const HEX = '0123456789abcdef';

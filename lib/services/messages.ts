@@ -4,7 +4,7 @@ import { expiresAt } from "../domain/room";
 import type { PostMessageInput, ReadMessagesInput } from "../schemas/messages";
 import type { MessageRow } from "../store/types";
 import type { Caller, Services } from "./context";
-import { appendEvent, writeTx, type Receipt } from "./events";
+import { appendEvent, queuedWrite, type Receipt } from "./events";
 import { requireOpenRoom, requireRoom } from "./rooms";
 import { checkAgentSignature, type SignatureInput } from "./signatures";
 
@@ -33,7 +33,7 @@ function signatureOf(input: PostMessageInput): SignatureInput | undefined {
   return undefined;
 }
 
-export function postMessage(svc: Services, caller: Caller, rawRoomId: string, input: PostMessageInput): Message & { receipt: Receipt } {
+export function postMessage(svc: Services, caller: Caller, rawRoomId: string, input: PostMessageInput): Promise<Message & { receipt: Receipt }> {
   const { rate } = svc.config;
   svc.limiter.take(`posts:${caller.ip}`, rate.postsPerMinute, 60_000, "messages from your address");
   // The payload is exactly what the agent sent and may sign: absent optional fields are omitted.
@@ -41,7 +41,7 @@ export function postMessage(svc: Services, caller: Caller, rawRoomId: string, in
   if (input.reply_to != null) payload.reply_to = input.reply_to;
   if (input.memory_root != null) payload.memory_root = input.memory_root;
 
-  return writeTx(svc, (tx) => {
+  return queuedWrite(svc, (tx) => {
     const room = requireOpenRoom(svc, rawRoomId, tx);
     svc.limiter.take(`agent:${room.uuid}:${input.agent_id}`, rate.agentPostsPerMinute, 60_000, `messages from "${input.agent_id}" in this room`);
     if (room.messageCount >= svc.config.roomMessageCap) {

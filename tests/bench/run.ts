@@ -102,8 +102,11 @@ async function postThroughput(base: string, rooms: string[]): Promise<number> {
   return best;
 }
 
-/** The same append path (validation, transaction, hash, frontier, checkpoint signature) without HTTP. */
-function inProcessAppendRate(): number {
+/**
+ * The same append path (validation, transaction, hash, frontier, checkpoint signature) without
+ * HTTP: `inFlight` posts outstanding at a time, like the HTTP run's connections.
+ */
+async function inProcessAppendRate(inFlight: number): Promise<number> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-bench-local-"));
   const config = loadConfig({ ...NO_LIMITS, PARLEY_DATA_DIR: dataDir });
   const store = openSqliteStore(dataDir);
@@ -111,8 +114,14 @@ function inProcessAppendRate(): number {
   const caller = { ip: "local", origin: "http://localhost" };
   const rooms = Array.from({ length: 50 }, () => createRoom(svc, caller, { description: "", is_public: false, protocol_mode: "standard", mode: "open" }).uuid);
   const n = 20_000;
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < n; i = next++) {
+      await postMessage(svc, caller, rooms[i % 50]!, { agent_id: `agent-${i % 7}`, text: `benchmark message ${i} with a little text in it` });
+    }
+  };
   const t0 = performance.now();
-  for (let i = 0; i < n; i++) postMessage(svc, caller, rooms[i % 50]!, { agent_id: `agent-${i % 7}`, text: `benchmark message ${i} with a little text in it` });
+  await Promise.all(Array.from({ length: inFlight }, worker));
   const rate = n / ((performance.now() - t0) / 1000);
   store.close();
   return rate;
@@ -218,8 +227,10 @@ async function main() {
     const rssStreams = await deliveryLatency(base, child);
     report("RSS with 1,000 SSE connections", `${rssStreams.toFixed(0)} MB`);
 
-    const local = inProcessAppendRate();
-    report("In-process append (no HTTP), local limit", `${Math.round(local).toLocaleString("en")} appends/s`);
+    const single = await inProcessAppendRate(1);
+    report("In-process append, one at a time (no HTTP)", `${Math.round(single).toLocaleString("en")} appends/s`);
+    const local = await inProcessAppendRate(64);
+    report("In-process append, 64 in flight (no HTTP): local limit", `${Math.round(local).toLocaleString("en")} appends/s`);
     report("HTTP POST at 64 connections / in-process append", `${((httpRate / local) * 100).toFixed(0)} %`);
   } finally {
     child.kill("SIGTERM");
