@@ -4,6 +4,7 @@ import { ParleyError } from "../lib/errors";
 import type { Services } from "../lib/services/context";
 import { limitRequest } from "../lib/services";
 import { callerFor, errorResponse, type Env } from "./http";
+import { integrityRoutes } from "./routes/integrity";
 import { messageRoutes } from "./routes/messages";
 import { metaRoutes } from "./routes/meta";
 import { roomRoutes } from "./routes/rooms";
@@ -37,6 +38,7 @@ export function createApiApp(svc: Services): Hono<Env> {
 
   roomRoutes(app, svc);
   messageRoutes(app, svc);
+  integrityRoutes(app, svc);
   metaRoutes(app, svc);
 
   app.notFound((c) => c.json({ detail: `Nothing at ${c.req.method} ${c.req.path}. See /openapi.json for the API.`, code: "not_found" }, 404));

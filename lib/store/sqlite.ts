@@ -65,6 +65,17 @@ export function openSqliteStore(dataDir: string): Store {
     .orderBy(asc(events.seq))
     .limit(p("limit"))
     .prepare();
+  const leafHashes = db
+    .select({ leafHash: events.leafHash })
+    .from(events)
+    .where(and(eq(events.room, p("room")), lte(events.seq, p("size"))))
+    .orderBy(asc(events.seq))
+    .prepare();
+  const checkpointAt = db
+    .select({ checkpoint: events.checkpoint })
+    .from(events)
+    .where(and(eq(events.room, p("room")), eq(events.seq, p("size"))))
+    .prepare();
   const agentKey = db
     .select({ pubkeyHex: roomAgents.pubkeyHex })
     .from(roomAgents)
@@ -122,6 +133,8 @@ export function openSqliteStore(dataDir: string): Store {
     tailMessages: (room: string, limit: number) => tailMessages.all({ room, limit }).reverse(),
     hasMessage: (room: string, seq: number) => hasMessage.get({ room, seq }) !== undefined,
     listEvents: (room: string, since: number, limit: number) => listEvents.all({ room, since, limit }),
+    leafHashes: (room: string, size: number) => leafHashes.all({ room, size }).map((r) => r.leafHash),
+    checkpointAt: (room: string, size: number) => checkpointAt.get({ room, size })?.checkpoint,
     agentKey: (room: string, agent: string) => agentKey.get({ room, agent }),
     ping: () => void sqlite.prepare("select 1").get(),
   };

@@ -1,0 +1,44 @@
+import type { LogEvent } from "../log/event";
+import { messageFromEvent, type Message } from "./message";
+import { roomStatusAfter, type RoomStatus } from "./room";
+
+/** The room projection that the log determines (what the rooms table must agree with). */
+export interface RoomProjection {
+  description: string;
+  is_public: boolean;
+  protocol_mode: string;
+  mode: string;
+  status: RoomStatus;
+  message_count: number;
+  agent_count: number;
+  size: number;
+}
+
+export interface Projections {
+  room: RoomProjection;
+  messages: Message[];
+}
+
+/**
+ * Rebuilds the projections from the events alone, through the same rules the services apply.
+ * The verifier compares the result with what the server stores and serves.
+ */
+export function replay(events: LogEvent[], leafHashesHex: string[]): Projections {
+  const room: RoomProjection = { description: "", is_public: false, protocol_mode: "standard", mode: "open", status: "open", message_count: 0, agent_count: 0, size: 0 };
+  const messages: Message[] = [];
+  const agents = new Set<string>();
+  events.forEach((event, i) => {
+    room.size = event.seq;
+    if (event.type === "room.created") {
+      const p = event.payload as { description: string; is_public: boolean; protocol_mode: string; mode: string };
+      Object.assign(room, { description: p.description, is_public: p.is_public, protocol_mode: p.protocol_mode, mode: p.mode });
+    } else if (event.type === "message.posted") {
+      messages.push(messageFromEvent(event, leafHashesHex[i]!));
+      room.message_count++;
+      agents.add(event.actor);
+    }
+    room.status = roomStatusAfter(room.status, event.type);
+  });
+  room.agent_count = agents.size;
+  return { room, messages };
+}

@@ -1,0 +1,34 @@
+import { z } from "zod";
+import { queryInt } from "./common";
+
+export const verifyBody = z.object({
+  checkpoint: z.string({ error: "must be the text of a signed checkpoint" }).max(8192, "must be at most 8192 characters").optional(),
+});
+
+export const inclusionQuery = z.object({ seq: queryInt(1), size: queryInt(1).optional() });
+export const consistencyQuery = z.object({ from: queryInt(1), to: queryInt(1).optional() });
+
+export const verifyReport = z.object({
+  verdict: z.enum(["CLEAN", "REFUTED", "INCONCLUSIVE"]),
+  explanation: z.string(),
+  details: z.record(z.string(), z.unknown()),
+  failures: z.array(z.object({ seq: z.number().int().nullable(), type: z.string(), detail: z.string() })),
+});
+
+export const inclusionProof = z.object({
+  seq: z.number().int(),
+  size: z.number().int(),
+  leaf_index: z.number().int(),
+  leaf_hash: z.string(),
+  proof: z.array(z.string()),
+  root: z.string(),
+  checkpoint: z.string(),
+});
+
+export const consistencyProof = z.object({
+  from: z.number().int(),
+  to: z.number().int(),
+  proof: z.array(z.string()),
+  from_root: z.string(),
+  to_root: z.string(),
+});

@@ -1,0 +1,103 @@
+import { ParleyError } from "../errors";
+import type { Projections } from "../domain/replay";
+import { bytesToBase64, bytesToHex, hexToBytes } from "../log/bytes";
+import { consistencyProof, inclusionProof, rootOf } from "../log/merkle";
+import { BUNDLE_FORMAT, verifyBundle, type RoomBundle, type VerifyReport } from "../log/verify";
+import type { RoomRow } from "../store/types";
+import type { Services } from "./context";
+import { eventFromRow } from "./events";
+import { messageFromRow } from "./messages";
+import { requireRoom } from "./rooms";
+import { ed25519Verify } from "./server-key";
+
+const ALL = Number.MAX_SAFE_INTEGER;
+
+const serverKeyRef = (svc: Services) => ({ key_name: svc.key.keyName, pubkey_hex: svc.key.pubkeyHex });
+
+/** Reads a room's whole log and projections in one synchronous pass: no write can interleave. */
+function readBundle(svc: Services, room: RoomRow): { bundle: RoomBundle; leafHashes: string[] } {
+  const rows = svc.store.listEvents(room.uuid, 0, ALL);
+  const projections: Projections = {
+    room: {
+      description: room.description,
+      is_public: room.isPublic,
+      protocol_mode: room.protocolMode,
+      mode: room.mode,
+      status: room.status as "open" | "closed",
+      message_count: room.messageCount,
+      agent_count: room.agentCount,
+      size: room.headSize,
+    },
+    messages: svc.store.listMessages(room.uuid, 0, ALL).map(messageFromRow),
+  };
+  return {
+    bundle: {
+      format: BUNDLE_FORMAT,
+      origin: `${svc.originHost}/room/${room.uuid}`,
+      room: room.uuid,
+      server_key: serverKeyRef(svc),
+      events: rows.map(eventFromRow),
+      checkpoints: rows.map((r) => r.checkpoint),
+      projections,
+    },
+    leafHashes: rows.map((r) => r.leafHash),
+  };
+}
+
+export function exportRoom(svc: Services, rawRoomId: string): RoomBundle {
+  return readBundle(svc, requireRoom(svc, rawRoomId)).bundle;
+}
+
+/** POST /verify: the shared verifier over the stored log, with the server's own key. */
+export function verifyRoom(svc: Services, rawRoomId: string, opts: { checkpoint?: string } = {}): Promise<VerifyReport> {
+  const { bundle, leafHashes } = readBundle(svc, requireRoom(svc, rawRoomId));
+  return verifyBundle(bundle, { verify: ed25519Verify, trustedKey: serverKeyRef(svc), storedLeafHashes: leafHashes, checkpoint: opts.checkpoint });
+}
+
+export function latestCheckpoint(svc: Services, rawRoomId: string): string {
+  return requireRoom(svc, rawRoomId).checkpoint;
+}
+
+function treeSize(room: RoomRow, name: string, value: number | undefined, min: number): number {
+  const size = value ?? room.headSize;
+  if (size < min || size > room.headSize) {
+    throw new ParleyError("validation_error", `${name}: must be between ${min} and the current size ${room.headSize}.`);
+  }
+  return size;
+}
+
+const leavesOf = (svc: Services, room: RoomRow, size: number) => svc.store.leafHashes(room.uuid, size).map(hexToBytes);
+const rootAt = (svc: Services, room: RoomRow, size: number, leaves: Uint8Array[]) =>
+  size === room.headSize ? room.headRoot : bytesToBase64(rootOf(leaves.slice(0, size)));
+
+/** RFC 9162 inclusion proof of event `seq` in the tree of `size` events (default: the current one). */
+export function inclusionProofFor(svc: Services, rawRoomId: string, seq: number, size?: number) {
+  const room = requireRoom(svc, rawRoomId);
+  const n = treeSize(room, "size", size, 1);
+  if (seq < 1 || seq > n) throw new ParleyError("validation_error", `seq: must be between 1 and the tree size ${n}.`);
+  const leaves = leavesOf(svc, room, n);
+  return {
+    seq,
+    size: n,
+    leaf_index: seq - 1,
+    leaf_hash: bytesToHex(leaves[seq - 1]!),
+    proof: inclusionProof(leaves, seq - 1, n).map(bytesToBase64),
+    root: rootAt(svc, room, n, leaves),
+    checkpoint: svc.store.checkpointAt(room.uuid, n)!,
+  };
+}
+
+/** RFC 9162 consistency proof from the tree of `from` events to the tree of `to` events. */
+export function consistencyProofFor(svc: Services, rawRoomId: string, from: number, to?: number) {
+  const room = requireRoom(svc, rawRoomId);
+  const n = treeSize(room, "to", to, 1);
+  if (from < 1 || from > n) throw new ParleyError("validation_error", `from: must be between 1 and to (${n}).`);
+  const leaves = leavesOf(svc, room, n);
+  return {
+    from,
+    to: n,
+    proof: consistencyProof(leaves, from, n).map(bytesToBase64),
+    from_root: bytesToBase64(rootOf(leaves.slice(0, from))),
+    to_root: rootAt(svc, room, n, leaves),
+  };
+}
