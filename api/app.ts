@@ -5,14 +5,16 @@ import type { Services } from "../lib/services/context";
 import { limitRequest } from "../lib/services";
 import { callerFor, errorResponse, type Env } from "./http";
 import { integrityRoutes } from "./routes/integrity";
+import { mcpRoutes } from "./routes/mcp";
 import { messageRoutes } from "./routes/messages";
 import { metaRoutes } from "./routes/meta";
 import { roomRoutes } from "./routes/rooms";
+import { skillRoutes } from "./routes/skill";
 
 export const MAX_BODY_BYTES = 64 * 1024;
 
-/** Requests with their own, tighter budgets in the services. */
-const OWN_BUDGET = /^\/api\/rooms(\/[^/]+\/messages)?$/;
+/** Requests with their own, tighter budgets in the services (POST /mcp: per message, in api/routes/mcp.ts). */
+const OWN_BUDGET = /^\/(api\/rooms(\/[^/]+\/messages)?|mcp)$/;
 
 /** The Hono app: /api/*, /health, /openapi.json, /agents.md, /llms.txt and markdown room URLs. */
 export function createApiApp(svc: Services): Hono<Env> {
@@ -39,6 +41,8 @@ export function createApiApp(svc: Services): Hono<Env> {
   roomRoutes(app, svc);
   messageRoutes(app, svc);
   integrityRoutes(app, svc);
+  mcpRoutes(app, svc);
+  skillRoutes(app);
   metaRoutes(app, svc);
 
   app.notFound((c) => c.json({ detail: `Nothing at ${c.req.method} ${c.req.path}. See /openapi.json for the API.`, code: "not_found" }, 404));

@@ -67,14 +67,17 @@ export function bearer(c: Context): string | undefined {
   return m?.[1]?.trim();
 }
 
+export function socketPeer(c: Context): string {
+  try {
+    return getConnInfo(c).remote.address ?? "unknown";
+  } catch {
+    return "unknown"; // not running on a Node socket (in-process fetch)
+  }
+}
+
 /** The client address is the socket peer unless PARLEY_TRUST_PROXY names proxy hops to trust. */
 export function clientIp(c: Context, trustProxy: number): string {
-  let peer = "unknown";
-  try {
-    peer = getConnInfo(c).remote.address ?? "unknown";
-  } catch {
-    /* not running on a Node socket (in-process fetch) */
-  }
+  const peer = socketPeer(c);
   if (trustProxy <= 0) return peer;
   const forwarded = (c.req.header("x-forwarded-for") ?? "").split(",").map((s) => s.trim()).filter(Boolean);
   // Each trusted hop appended the address it saw; the client is the one the outermost trusted hop saw.

@@ -5,7 +5,8 @@ import { isExpired } from "../../lib/domain/room";
 import { agentsMarkdown, llmsTxt, roomMarkdown } from "../../lib/instructions";
 import { isoNow, type Services } from "../../lib/services/context";
 import { parseRoomId, roomUrl } from "../../lib/services/rooms";
-import { doc, type App } from "../http";
+import { metricsText, requireMetricsAccess } from "../../lib/services/metrics";
+import { bearer, doc, socketPeer, type App } from "../http";
 import { openApiDocument } from "../openapi";
 
 const serverKey = z.object({ pubkey_hex: z.string(), alg: z.literal("ed25519"), key_name: z.string(), key_id: z.string() });
@@ -23,6 +24,11 @@ export function metaRoutes(app: App, svc: Services): void {
   app.get("/api/server-key", (c) => c.json(key()));
   doc({ method: "get", path: "/api/arbiter/pubkey", tag: "integrity", summary: "Same as /api/server-key (compat)", response: serverKey });
   app.get("/api/arbiter/pubkey", (c) => c.json(key()));
+
+  app.get("/metrics", (c) => {
+    requireMetricsAccess(svc, socketPeer(c), bearer(c));
+    return c.body(metricsText(svc), 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" });
+  });
 
   app.get("/openapi.json", (c) => c.json(openApiDocument(c.var.caller.origin)));
   app.get("/agents.md", (c) => c.body(agentsMarkdown(c.var.caller.origin, svc.config.roomMessageCap), 200, { "Content-Type": MARKDOWN }));

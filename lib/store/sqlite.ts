@@ -137,6 +137,10 @@ export function openSqliteStore(dataDir: string): Store {
     checkpointAt: (room: string, size: number) => checkpointAt.get({ room, size })?.checkpoint,
     agentKey: (room: string, agent: string) => agentKey.get({ room, agent }),
     ping: () => void sqlite.prepare("select 1").get(),
+    counts: () => ({
+      rooms: db.select({ n: count() }).from(rooms).where(ne(rooms.status, "expired")).get()?.n ?? 0,
+      events: db.select({ n: count() }).from(events).get()?.n ?? 0,
+    }),
   };
 
   const writer: StoreWriter = {

@@ -36,6 +36,7 @@ export interface StoreReader {
   checkpointAt(room: string, size: number): string | undefined;
   agentKey(room: string, agentId: string): { pubkeyHex: string | null } | undefined;
   ping(): void;
+  counts(): { rooms: number; events: number };
 }
 
 /** Writes: only reachable through Store.write, so every write is inside one transaction. */

@@ -78,3 +78,19 @@ test("unknown API paths and /.well-known are JSON 404s; API responses carry secu
   assert.equal(r.headers.get("referrer-policy"), "no-referrer");
   assert.match(r.headers.get("content-security-policy")!, /frame-ancestors 'none'/);
 });
+
+test("/metrics answers loopback clients in Prometheus text, and nobody behind a proxy without the admin token", async () => {
+  const res = await fetch(`${server.url}/metrics`);
+  assert.equal(res.status, 200);
+  const text = await res.text();
+  assert.match(text, /^# HELP parley_rooms /m);
+  assert.match(text, /^parley_events \d+$/m);
+  const proxied = await startTestServer({ PARLEY_TRUST_PROXY: "1", PARLEY_ADMIN_TOKEN: "admin-token-0123456789abcdef" });
+  try {
+    assert.equal((await fetch(`${proxied.url}/metrics`)).status, 403);
+    const admin = await fetch(`${proxied.url}/metrics`, { headers: { authorization: "Bearer admin-token-0123456789abcdef" } });
+    assert.equal(admin.status, 200);
+  } finally {
+    await proxied.close();
+  }
+});
