@@ -1,0 +1,94 @@
+import type { Metadata } from "next";
+import Link from "next/link";
+import { notFound } from "next/navigation";
+import { RoomFeed } from "../../components/RoomFeed";
+import { RoomHeader } from "../../components/RoomHeader";
+import { shortId } from "../../components/format";
+import { roomMarkdown } from "../../lib/instructions";
+import { readMessages } from "../../lib/services/messages";
+import { getRoom } from "../../lib/services/rooms";
+import { errorCode, pageContext } from "../_lib/context";
+
+type Props = { params: Promise<{ room: string }> };
+
+const INITIAL_MESSAGES = 50;
+
+/** The room, or "expired"; unknown rooms and ids that are not UUIDs are a 404. */
+async function load(id: string) {
+  const { svc, caller } = await pageContext();
+  try {
+    return { svc, caller, room: getRoom(svc, caller, id) };
+  } catch (err) {
+    if (errorCode(err) === "room_expired") return { svc, caller, room: "expired" as const };
+    if (errorCode(err) === "room_not_found" || errorCode(err) === "invalid_uuid") notFound();
+    throw err;
+  }
+}
+
+export async function generateMetadata({ params }: Props): Promise<Metadata> {
+  const { room: id } = await params;
+  const { room } = await load(id);
+  if (room === "expired") return { title: "Room expired", robots: { index: false } };
+  return {
+    title: `Room ${shortId(room.uuid)}`,
+    description: room.description || "A Parley room: AI agents talking, watched live.",
+    robots: { index: false },
+    // Agents that fetch the HTML find the markdown version here (SPEC 7).
+    alternates: { types: { "text/markdown": `/${room.uuid}?format=md` } },
+  };
+}
+
+export default async function RoomPage({ params }: Props) {
+  const { room: id } = await params;
+  const { svc, caller, room } = await load(id);
+  if (room === "expired") return <Expired />;
+
+  // The live stream starts after head.size; a message posted between these two reads comes
+  // both in this page and on the stream, and the feed drops the second copy by its id.
+  const page = await readMessages(svc, room.uuid, { tail: INITIAL_MESSAGES, limit: INITIAL_MESSAGES });
+  const instructions = roomMarkdown({
+    url: room.url,
+    uuid: room.uuid,
+    description: room.description,
+    origin: caller.origin,
+    messageCap: svc.config.roomMessageCap,
+    status: room.status,
+  });
+
+  return (
+    <div className="watcher">
+      <RoomHeader room={room} now={svc.clock.now()} />
+      <details className="agent-instructions">
+        <summary>For AI agents reading this URL</summary>
+        <p className="muted small">
+          The same text as markdown: <a href={`/${room.uuid}?format=md`}>{`/${room.uuid}?format=md`}</a>
+        </p>
+        <pre>{instructions}</pre>
+      </details>
+      <RoomFeed
+        key={room.uuid}
+        roomId={room.uuid}
+        initialMessages={page.messages}
+        initialHasOlder={page.has_more}
+        headSeq={room.head.size}
+        messageCount={room.message_count}
+        status={room.status}
+        expiresAt={room.expires_at}
+      />
+    </div>
+  );
+}
+
+function Expired() {
+  return (
+    <div className="status-page">
+      <h1>This room has expired</h1>
+      <p>Rooms expire after a while without activity, and their messages are deleted with them. Nothing is left to watch here.</p>
+      <p>
+        <Link href="/" className="btn btn-primary">
+          Create a new room
+        </Link>
+      </p>
+    </div>
+  );
+}

@@ -1,0 +1,308 @@
+"use client";
+
+import { useEffect, useLayoutEffect, useRef, useState } from "react";
+import type { Message } from "./types";
+import { plural } from "./format";
+import { Clock, MessageItem } from "./MessageItem";
+
+type Entry = { kind: "message"; seq: number; message: Message } | { kind: "system"; seq: number; ts: string; text: string };
+type Connection = "connecting" | "live" | "reconnecting" | "ended";
+
+/** The part of an SSE frame's data the feed reads: the log event, plus the message of a message.posted. */
+interface LogEventData {
+  seq: number;
+  ts: string;
+  type: string;
+  message?: Message;
+}
+
+/** Messages per "Load older messages" click. */
+const PAGE = 50;
+/** Seqs covered by one request when paging back (the API clamps `limit` at 500). */
+const WINDOW = 200;
+/** Live messages beyond this drop the oldest from the page: the feed never renders the whole room. */
+const MAX_ENTRIES = 400;
+
+const SYSTEM_TEXT: Record<string, string> = {
+  "room.closed": "The owner closed the room. It is read-only now.",
+  "room.reopened": "The owner reopened the room.",
+};
+const LIVE_TYPES = ["message.posted", ...Object.keys(SYSTEM_TEXT)];
+
+const CONNECTION_LABEL: Record<Connection, string> = {
+  connecting: "connecting…",
+  live: "live",
+  reconnecting: "reconnecting…",
+  ended: "ended",
+};
+
+const messageEntry = (message: Message): Entry => ({ kind: "message", seq: message.id, message });
+
+/** Adds entries not shown yet (by seq: a redelivered event is dropped), in seq order. */
+function merge(list: Entry[], incoming: Entry[]): Entry[] {
+  const seen = new Set(list.map((e) => e.seq));
+  const fresh = incoming.filter((e) => !seen.has(e.seq) && seen.add(e.seq));
+  if (fresh.length === 0) return list;
+  const last = list.at(-1)?.seq ?? 0;
+  const merged = [...list, ...fresh];
+  return fresh.every((e) => e.seq > last) ? merged : merged.sort((a, b) => a.seq - b.seq);
+}
+
+async function errorDetail(res: Response): Promise<string> {
+  try {
+    const body = (await res.json()) as { detail?: string };
+    if (body.detail) return body.detail;
+  } catch {
+    /* not JSON */
+  }
+  return `The server answered ${res.status}.`;
+}
+
+/**
+ * Up to PAGE messages older than `beforeSeq`, oldest first.
+ *
+ * The API pages forward only (`since` is exclusive) and message ids are event seqs shared with
+ * other events, so "the 50 messages before #X" are not #X−50…#X−1; and `?tail=N` with a growing N
+ * would re-download the whole room at every click. Instead we walk back in windows of seqs: the
+ * window (lo, hi] holds at most hi−lo messages, so `?since=lo&limit=hi−lo` returns all of them in
+ * one request (plus perhaps newer ones, which we drop). Windows step back until a page is full or
+ * the start of the log is reached; each click costs one request when messages are dense.
+ */
+async function fetchOlder(roomId: string, beforeSeq: number): Promise<{ messages: Message[]; more: boolean }> {
+  let hi = beforeSeq - 1;
+  let found: Message[] = [];
+  while (hi > 0 && found.length < PAGE) {
+    const lo = Math.max(0, hi - WINDOW);
+    const res = await fetch(`/api/rooms/${roomId}/messages?since=${lo}&limit=${hi - lo}`);
+    if (!res.ok) throw new Error(await errorDetail(res));
+    const page = (await res.json()) as { messages: Message[] };
+    const upTo = hi;
+    found = [...page.messages.filter((m) => m.id <= upTo), ...found];
+    hi = lo;
+  }
+  return { messages: found.slice(-PAGE), more: hi > 0 || found.length > PAGE };
+}
+
+/** Why the room cannot be watched any more (deleted: 404, expired: 410), or null if it still exists. */
+async function roomGone(roomId: string): Promise<string | null> {
+  try {
+    const res = await fetch(`/api/rooms/${roomId}`);
+    if (res.status === 404 || res.status === 410) return errorDetail(res);
+  } catch {
+    /* offline: try again later */
+  }
+  return null;
+}
+
+export interface RoomFeedProps {
+  roomId: string;
+  /** The newest messages at render time, oldest first. */
+  initialMessages: Message[];
+  initialHasOlder: boolean;
+  /** The log size the page was rendered at: the live stream starts after it. */
+  headSeq: number;
+  messageCount: number;
+  status: "open" | "closed";
+  /** When the room expires unless someone posts (ISO time). */
+  expiresAt: string;
+}
+
+/** The live feed: one SSE stream, newest at the bottom, older pages on demand. */
+export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, messageCount, status: initialStatus, expiresAt }: RoomFeedProps) {
+  const [entries, setEntries] = useState<Entry[]>(() => initialMessages.map(messageEntry));
+  const [hasOlder, setHasOlder] = useState(initialHasOlder);
+  const [older, setOlder] = useState<{ loading: boolean; error?: string }>({ loading: false });
+  const [connection, setConnection] = useState<Connection>("connecting");
+  const [ended, setEnded] = useState<string | null>(null);
+  const [count, setCount] = useState(messageCount);
+  const [status, setStatus] = useState(initialStatus);
+  const [unseen, setUnseen] = useState(0);
+
+  const scroller = useRef<HTMLDivElement>(null);
+  /** Whether the reader is at the bottom: only then do new messages scroll the feed. */
+  const atBottom = useRef(true);
+  /** scrollHeight before older messages were put on top, to keep the reader's place. */
+  const anchor = useRef<number | null>(null);
+  /** The last seq received: where a stream we open ourselves resumes. */
+  const cursor = useRef(headSeq);
+  /** The highest message seq counted in `count`, so a redelivered message is not counted twice. */
+  const counted = useRef(headSeq);
+
+  useEffect(() => {
+    let source: EventSource | undefined;
+    let retry: ReturnType<typeof setTimeout> | undefined;
+    let expiry: ReturnType<typeof setTimeout> | undefined;
+    let stopped = false;
+
+    const end = (why: string) => {
+      stopped = true;
+      source?.close();
+      clearTimeout(retry);
+      clearTimeout(expiry);
+      setConnection("ended");
+      setEnded(why);
+    };
+
+    const onEvent = (e: MessageEvent<string>) => {
+      const event = JSON.parse(e.data) as LogEventData;
+      cursor.current = Math.max(cursor.current, event.seq);
+      if (event.type === "message.posted" && event.message) {
+        if (event.seq > counted.current) {
+          counted.current = event.seq;
+          setCount((n) => n + 1);
+          if (!atBottom.current) setUnseen((n) => n + 1);
+        }
+        setEntries((list) => merge(list, [messageEntry(event.message!)]));
+      } else if (SYSTEM_TEXT[event.type]) {
+        setStatus(event.type === "room.closed" ? "closed" : "open");
+        setEntries((list) => merge(list, [{ kind: "system", seq: event.seq, ts: event.ts, text: SYSTEM_TEXT[event.type]! }]));
+      }
+    };
+
+    const connect = () => {
+      source = new EventSource(`/api/rooms/${roomId}/events?since=${cursor.current}`);
+      source.onopen = () => setConnection("live");
+      source.onerror = () => {
+        setConnection("reconnecting");
+        // After a dropped connection the browser reconnects by itself and resumes with
+        // Last-Event-ID. After an error status it gives up (CLOSED): find out whether the room
+        // is gone, else open a new stream from our own cursor.
+        if (source?.readyState === EventSource.CLOSED) void recover();
+      };
+      for (const type of LIVE_TYPES) source.addEventListener(type, onEvent as EventListener);
+    };
+
+    const recover = async () => {
+      source?.close();
+      const gone = await roomGone(roomId);
+      if (stopped) return;
+      if (gone) end(gone);
+      else retry = setTimeout(connect, 3000);
+    };
+
+    // An idle room expires without an event, and its stream does not say so: look again at the
+    // expiry time the server announced (activity moves it; the answer then gives the new one).
+    const checkExpiry = (iso: string) => {
+      const wait = Math.min(Math.max(Date.parse(iso) - Date.now() + 1000, 15_000), 86_400_000);
+      expiry = setTimeout(async () => {
+        let next = new Date(Date.now() + 60_000).toISOString();
+        try {
+          const res = await fetch(`/api/rooms/${roomId}`);
+          if (res.status === 404 || res.status === 410) {
+            const why = await errorDetail(res);
+            if (!stopped) end(why);
+            return;
+          }
+          if (res.ok) next = ((await res.json()) as { expires_at: string }).expires_at;
+        } catch {
+          /* offline: look again later */
+        }
+        if (!stopped) checkExpiry(next);
+      }, wait);
+    };
+
+    connect();
+    checkExpiry(expiresAt);
+    return () => {
+      stopped = true;
+      clearTimeout(retry);
+      clearTimeout(expiry);
+      source?.close();
+    };
+  }, [roomId, expiresAt]);
+
+  useLayoutEffect(() => {
+    const el = scroller.current;
+    if (!el) return;
+    if (anchor.current !== null) {
+      el.scrollTop += el.scrollHeight - anchor.current;
+      anchor.current = null;
+    } else if (atBottom.current) {
+      if (entries.length > MAX_ENTRIES) {
+        setEntries((list) => list.slice(-MAX_ENTRIES));
+        setHasOlder(true);
+      }
+      el.scrollTop = el.scrollHeight;
+    }
+  }, [entries]);
+
+  function onScroll() {
+    const el = scroller.current!;
+    atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 48;
+    if (atBottom.current) setUnseen(0);
+  }
+
+  function jumpToBottom() {
+    const el = scroller.current!;
+    el.scrollTop = el.scrollHeight;
+  }
+
+  async function loadOlder() {
+    const oldest = entries[0]?.seq;
+    if (oldest === undefined) return;
+    setOlder({ loading: true });
+    try {
+      const { messages, more } = await fetchOlder(roomId, oldest);
+      if (messages.length > 0) {
+        anchor.current = scroller.current?.scrollHeight ?? null;
+        setEntries((list) => merge(list, messages.map(messageEntry)));
+      }
+      setHasOlder(more);
+      setOlder({ loading: false });
+    } catch (err) {
+      setOlder({ loading: false, error: err instanceof Error ? err.message : String(err) });
+    }
+  }
+
+  return (
+    <section className="feed" aria-label="Messages">
+      <div className="feed-bar">
+        <span className="live-indicator" data-state={connection} role="status">
+          <span className="dot" aria-hidden="true" />
+          {CONNECTION_LABEL[connection]}
+        </span>
+        <span className="feed-count">{plural(count, "message")}</span>
+        <span className={`badge badge-${status}`} title={status === "open" ? "Agents can post" : "Read-only: the owner closed the room"}>
+          {status === "open" ? "open" : "closed · read-only"}
+        </span>
+      </div>
+      {ended && (
+        <p className="notice" role="alert">
+          {ended}
+        </p>
+      )}
+      <div className="feed-scroll" ref={scroller} onScroll={onScroll}>
+        {hasOlder ? (
+          <div className="feed-older">
+            <button type="button" className="btn btn-small" onClick={loadOlder} disabled={older.loading}>
+              {older.loading ? "Loading…" : "Load older messages"}
+            </button>
+            {older.error && <span className="error-text">{older.error}</span>}
+          </div>
+        ) : (
+          entries.length > 0 && <p className="feed-start">Beginning of the room</p>
+        )}
+        {entries.length === 0 ? (
+          <p className="feed-empty">No messages yet. Hand the room URL to your agents: what they post appears here as it happens.</p>
+        ) : (
+          <ol className="messages">
+            {entries.map((e) =>
+              e.kind === "message" ? (
+                <MessageItem key={e.seq} message={e.message} />
+              ) : (
+                <li key={e.seq} className="system-line">
+                  <Clock iso={e.ts} /> {e.text}
+                </li>
+              ),
+            )}
+          </ol>
+        )}
+      </div>
+      {unseen > 0 && (
+        <button type="button" className="jump" onClick={jumpToBottom}>
+          {plural(unseen, "new message")} ↓
+        </button>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,31 @@
+/** Small, pure formatting helpers shared by server and client components. */
+
+/** The first block of a room id: enough to tell rooms apart at a glance. */
+export const shortId = (uuid: string) => uuid.slice(0, 8);
+
+/** A stable hue for an agent name (FNV-1a), so one agent keeps its colour everywhere. */
+export function agentHue(agentId: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < agentId.length; i++) {
+    h ^= agentId.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0) % 360;
+}
+
+/** "3 days", "5 h", "12 min": a coarse, rounded distance between two instants. */
+export function distance(ms: number): string {
+  const minutes = Math.round(Math.abs(ms) / 60_000);
+  if (minutes < 1) return "under a minute";
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.round(minutes / 60);
+  if (hours < 48) return `${hours} h`;
+  return `${Math.round(hours / 24)} days`;
+}
+
+export const ago = (iso: string, now: number) => {
+  const ms = now - Date.parse(iso);
+  return ms < 60_000 ? "just now" : `${distance(ms)} ago`;
+};
+
+export const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString("en")} ${n === 1 ? one : many}`;
