@@ -9,12 +9,12 @@ import { ROOM_PATH, wantsMarkdown } from "./lib/instructions/negotiate";
 import { setServices } from "./lib/runtime";
 import { createServices } from "./lib/services";
 import type { Clock, Services } from "./lib/services/context";
-import { sweepExpiredRooms } from "./lib/services/rooms";
+import { roomIsExpired, sweepExpiredRooms } from "./lib/services/rooms";
 import { loadOrCreateServerKey } from "./lib/services/server-key";
 import { openSqliteStore } from "./lib/store/sqlite";
 
 const ROOT = path.dirname(fileURLToPath(import.meta.url));
-const API_PATHS = /^\/(api(\/|$)|mcp(\/|$)|health$|metrics$|openapi\.json$|agents\.md$|llms\.txt$|\.well-known\/)/;
+const API_PATHS = /^\/(api(\/|$)|mcp(\/|$)|skill(\/|$)|parley-skill\.tar\.gz$|health$|metrics$|openapi\.json$|agents\.md$|llms\.txt$|\.well-known\/)/;
 
 export interface StartOptions {
   config?: Config;
@@ -52,6 +52,12 @@ function pageSecurityHeaders(nonce: string): Record<string, string> {
   };
 }
 
+/** Makes the page's 200 answer go out with another status (the body is Next's page). */
+function answerWithStatus(res: http.ServerResponse, status: number): void {
+  const writeHead = res.writeHead.bind(res) as (code: number, ...rest: unknown[]) => http.ServerResponse;
+  res.writeHead = ((code: number, ...rest: unknown[]) => writeHead(code === 200 ? status : code, ...rest)) as typeof res.writeHead;
+}
+
 /** One process, one port: Hono for the API and agent surface, Next.js for the pages. */
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
   const config = options.config ?? loadConfig();
@@ -76,7 +82,12 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       (ROOM_PATH.test(url.pathname) && wantsMarkdown(url.searchParams.get("format"), req.headers.accept)) ||
       !pages;
     if (toApi) return void api(req, res);
-    if (ROOM_PATH.test(url.pathname)) res.setHeader("Vary", "Accept");
+    const roomPath = ROOM_PATH.exec(url.pathname);
+    if (roomPath) {
+      res.setHeader("Vary", "Accept");
+      // Next.js cannot answer 410 from a page; the watcher's "expired" page gets it here.
+      if (roomIsExpired(svc, roomPath[1]!)) answerWithStatus(res, 410);
+    }
     const nonce = crypto.randomBytes(16).toString("base64");
     const headers = pageSecurityHeaders(nonce);
     // Next reads the nonce from the request's CSP header and puts it on its own scripts.

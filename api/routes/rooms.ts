@@ -26,9 +26,5 @@ export function roomRoutes(app: App, svc: Services): void {
   app.post("/api/rooms/:id/reopen", (c) => c.json(reopenRoom(svc, c.var.caller, c.req.param("id"), bearer(c))));
 
   doc({ method: "delete", path: "/api/rooms/:id", tag: "rooms", summary: "Delete the room and its data; owner or admin token", response: z.object({ deleted: z.string() }), owner: true });
-  app.delete("/api/rooms/:id", (c) => {
-    const result = deleteRoom(svc, c.req.param("id"), bearer(c));
-    svc.frames.forget(result.deleted);
-    return c.json(result);
-  });
+  app.delete("/api/rooms/:id", (c) => c.json(deleteRoom(svc, c.req.param("id"), bearer(c))));
 }

@@ -50,7 +50,12 @@ export function roomEventStream(svc: Services, roomId: string, since: number, si
         });
       };
       const unsubscribe = svc.notifier.subscribe(roomId, wake);
-      const ping = setInterval(() => !closed && controller.enqueue(encoder.encode(": ping\n\n")), pingMs);
+      // The ping also notices a room that expired while nothing was said.
+      const ping = setInterval(() => {
+        if (closed) return;
+        controller.enqueue(encoder.encode(": ping\n\n"));
+        flush();
+      }, pingMs);
       const onAbort = () => close();
       cleanup = () => {
         unsubscribe();

@@ -28,6 +28,12 @@ export function requireRoom(svc: Services, rawId: string, reader = svc.store as 
   return room;
 }
 
+/** True for a room id whose room existed and has expired (its URL answers 410). */
+export function roomIsExpired(svc: Services, rawId: string): boolean {
+  const room = svc.store.getRoom(rawId.toLowerCase());
+  return room !== undefined && isExpired(room, isoNow(svc));
+}
+
 /** Same as requireRoom, and 409 room_closed when the room no longer accepts writes. */
 export function requireOpenRoom(svc: Services, rawId: string, reader: Pick<Services["store"], "getRoom">): RoomRow {
   const room = requireRoom(svc, rawId, reader);
@@ -153,13 +159,16 @@ export const closeRoom = (svc: Services, caller: Caller, id: string, bearer?: st
 export const reopenRoom = (svc: Services, caller: Caller, id: string, bearer?: string) => setRoomStatus(svc, caller, id, bearer, false);
 
 export function deleteRoom(svc: Services, rawId: string, bearer: string | undefined): { deleted: string } {
-  return svc.store.write((tx) => {
+  const deleted = svc.store.write((tx) => {
     const room = tx.getRoom(parseRoomId(rawId));
     if (!room || room.status === "expired") throw roomNotFound();
     requireOwner(svc, room, bearer);
     tx.deleteRoomData(room.uuid, false);
     return { deleted: room.uuid };
-  });
+  }).deleted;
+  svc.frames.forget(deleted);
+  svc.notifier.publish(deleted, Number.MAX_SAFE_INTEGER); // streams and long-polls end now
+  return { deleted };
 }
 
 /** Removes expired rooms' data and keeps a tombstone, so their URLs keep answering 410. */
@@ -171,6 +180,10 @@ export function sweepExpiredRooms(svc: Services, batch = 100): number {
       for (const id of expired) tx.deleteRoomData(id, true);
       return expired;
     });
+    for (const id of ids) {
+      svc.frames.forget(id);
+      svc.notifier.publish(id, Number.MAX_SAFE_INTEGER); // streams and long-polls end now
+    }
     removed += ids.length;
     if (ids.length < batch) return removed;
   }

@@ -92,3 +92,20 @@ test("pings keep idle streams alive", async () => {
   abort.abort();
   assert.match(text, /: ping\n\n/);
 });
+
+test("deleting a room ends its streams and its waiting long-polls at once", async () => {
+  const room = await api.room();
+  const sse = await openSse(`${server.url}/api/rooms/${room.uuid}/events`);
+  await sse.waitFor(1);
+  const poll = api.get(`/api/rooms/${room.uuid}/messages?since=1&wait=20`);
+  await new Promise((r) => setTimeout(r, 100));
+  const t0 = Date.now();
+  assert.equal((await api.del(`/api/rooms/${room.uuid}`, { authorization: `Bearer ${room.owner_token}` })).status, 200);
+  const polled = await poll;
+  assert.ok(Date.now() - t0 < 5000, "the long-poll did not wait out its 20 s");
+  assert.deepEqual(polled.body.messages ?? [], []);
+  const deadline = Date.now() + 3000;
+  while (server.svc.notifier.streamCount > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(server.svc.notifier.streamCount, 0, "the server ended the stream before the client left");
+  await sse.close();
+});

@@ -70,3 +70,16 @@ test("the sweeper removes an expired room's data and its URL keeps answering 410
   const list = await api.get("/api/rooms?q=sweep");
   assert.equal(list.body.total, 0);
 });
+
+test("a stream on a room that expires in silence ends at the next ping", async () => {
+  const { roomEventStream } = await import("../../lib/realtime/sse");
+  const room = await api.room();
+  const reader = roomEventStream(server.svc, room.uuid, 0, new AbortController().signal, 20).getReader();
+  const first = await reader.read();
+  assert.equal(first.done, false);
+  clock.advance(73 * HOUR);
+  let done = false;
+  const deadline = Date.now() + 3000;
+  while (!done && Date.now() < deadline) done = (await reader.read()).done;
+  assert.equal(done, true, "the stream closed itself");
+});
