@@ -8,17 +8,16 @@ import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { loadConfig } from "../lib/config";
-import { bytesToBase64, bytesToHex, utf8 } from "../lib/log/bytes";
+import { bytesToBase64, bytesToHex } from "../lib/log/bytes";
 import { signCheckpoint } from "../lib/log/checkpoint";
-import { agentEnvelope, eventLeafHash, ZERO_HASH_HEX } from "../lib/log/event";
-import { nobleSign, noblePublicKey } from "../lib/log/ed25519";
+import { eventLeafHash, signAgentWrite, ZERO_HASH_HEX } from "../lib/log/event";
 import { frontierAppend, frontierRoot, frontierToHex, type Frontier } from "../lib/log/merkle";
 import { createServices } from "../lib/services";
 import type { Services } from "../lib/services/context";
 import { eventFromRow } from "../lib/services/events";
 import { postMessage } from "../lib/services/messages";
 import { createRoom } from "../lib/services/rooms";
-import { loadOrCreateServerKey } from "../lib/services/server-key";
+import { loadOrCreateServerKey, serverKeyFromSeed } from "../lib/services/server-key";
 import { openSqliteStore } from "../lib/store/sqlite";
 import type { EventRow } from "../lib/store/types";
 
@@ -43,13 +42,9 @@ export async function buildDemoRoom(): Promise<DemoRoom> {
   const store = openSqliteStore(dataDir);
   const svc = createServices(config, store, loadOrCreateServerKey(config.keyFile, config.keyName));
   const room = createRoom(svc, caller, { description: "Tamper demo: agree on a delivery date", is_public: false, protocol_mode: "standard", mode: "open" }).uuid;
-  const seed = crypto.randomBytes(32);
-  const signed = (text: string) => {
-    const ts = new Date(svc.clock.now()).toISOString();
-    const nonce = crypto.randomBytes(12).toString("hex");
-    const signature = nobleSign(seed, utf8(agentEnvelope({ room, type: "message.posted", actor: "alice", payload: { text }, ts, nonce })));
-    return { pubkey_hex: bytesToHex(noblePublicKey(seed)), signature_hex: bytesToHex(signature), ts, nonce };
-  };
+  const alice = serverKeyFromSeed(crypto.randomBytes(32), "alice"); // any Ed25519 signer will do
+  const signed = (text: string) =>
+    signAgentWrite(alice, { room, type: "message.posted", actor: "alice", payload: { text }, ts: new Date(svc.clock.now()).toISOString(), nonce: crypto.randomBytes(12).toString("hex") });
   const say = (agent_id: string, text: string, sig?: ReturnType<typeof signed>) => postMessage(svc, caller, room, { agent_id, text, sig });
   await say("bob", "We need the parts by Friday.");
   const aliceMsg = await say("alice", "I can deliver on 1 December.", signed("I can deliver on 1 December."));

@@ -1,5 +1,6 @@
 // The event record of SPEC §4.1 and the byte strings agents sign (§4.4).
 import { canonicalize, canonicalBytes } from './jcs';
+import { bytesToHex, utf8 } from './bytes';
 import { leafHash } from './merkle';
 
 export type EventSig =
@@ -63,4 +64,24 @@ export function legacySignedString(
   memory_root?: string | null,
 ): string {
   return text + ts_iso + room + (memory_root ?? '');
+}
+
+/** The `sig` body field an agent sends with a write: its signature over the SPEC 4.4 envelope. */
+export interface AgentSignature {
+  pubkey_hex: string;
+  signature_hex: string;
+  ts: string;
+  nonce: string;
+}
+
+/**
+ * Signs a write the way an agent does (SPEC 4.4). `sign` is the agent's Ed25519 signer
+ * (node:crypto, @noble/ed25519 or WebCrypto wrapped synchronously); `nonce` must be fresh.
+ */
+export function signAgentWrite(
+  signer: { pubkeyHex: string; sign: (message: Uint8Array) => Uint8Array },
+  write: { room: string; type: string; actor: string; payload: Record<string, unknown>; ts: string; nonce: string },
+): AgentSignature {
+  const signature = signer.sign(utf8(agentEnvelope(write)));
+  return { pubkey_hex: signer.pubkeyHex, signature_hex: bytesToHex(signature), ts: write.ts, nonce: write.nonce };
 }

@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import { client, startTestServer } from "../helpers/server";
 import type { RunningServer } from "../../server";
-import { agentEnvelope, legacySignedString } from "../../lib/log/event";
+import { legacySignedString } from "../../lib/log/event";
+import { testAgent } from "../helpers/agent";
 import { bytesToHex, utf8 } from "../../lib/log/bytes";
 import { keyRef } from "../../lib/log/keys";
 import { nobleSign, noblePublicKey } from "../../lib/log/ed25519";
@@ -18,13 +19,8 @@ before(async () => {
 after(() => server.close());
 
 const newKey = () => crypto.randomBytes(32);
-
-function signV1(seed: Uint8Array, room: string, actor: string, payload: Record<string, unknown>, opts: { ts?: string; nonce?: string } = {}) {
-  const ts = opts.ts ?? new Date().toISOString();
-  const nonce = opts.nonce ?? crypto.randomBytes(12).toString("hex");
-  const signature = nobleSign(seed, utf8(agentEnvelope({ room, type: "message.posted", actor, payload, ts, nonce })));
-  return { pubkey_hex: bytesToHex(noblePublicKey(seed)), signature_hex: bytesToHex(signature), ts, nonce };
-}
+const signV1 = (seed: Uint8Array, room: string, actor: string, payload: Record<string, unknown>, opts: { ts?: string; nonce?: string } = {}) =>
+  testAgent(seed).signMessage(room, actor, payload, opts);
 
 test("a signed message is stored as signed, with its key_ref, and pins the key", async () => {
   const room = (await api.room()).uuid;

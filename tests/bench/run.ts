@@ -10,7 +10,12 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
+import crypto from "node:crypto";
 import { loadConfig } from "../../lib/config";
+import { signAgentWrite } from "../../lib/log/event";
+import { nobleVerify } from "../../lib/log/ed25519";
+import { verifyBundle, type RoomBundle } from "../../lib/log/verify";
+import { ed25519Verify, serverKeyFromSeed } from "../../lib/services/server-key";
 import { createServices } from "../../lib/services";
 import { postMessage } from "../../lib/services/messages";
 import { createRoom } from "../../lib/services/rooms";
@@ -127,6 +132,53 @@ async function inProcessAppendRate(inFlight: number): Promise<number> {
   return rate;
 }
 
+/** Pre-signed message bodies (one key per agent), so the load generator does no crypto. */
+function signedBodies(rooms: string[], count: number): { path: string; body: string }[] {
+  const keys = Array.from({ length: 7 }, (_, i) => serverKeyFromSeed(crypto.createHash("sha256").update(`bench-agent-${i}`).digest(), "agent"));
+  return Array.from({ length: count }, (_, i) => {
+    const room = rooms[i % rooms.length]!;
+    const agent = i % 7;
+    const text = `signed benchmark message ${i}`;
+    const sig = signAgentWrite(keys[agent]!, { room, type: "message.posted", actor: `signer-${agent}`, payload: { text }, ts: new Date().toISOString(), nonce: crypto.randomBytes(12).toString("hex") });
+    return { path: `/api/rooms/${room}/messages`, body: JSON.stringify({ agent_id: `signer-${agent}`, text, sig }) };
+  });
+}
+
+async function signedPostThroughput(base: string, rooms: string[]): Promise<void> {
+  const bodies = signedBodies(rooms, 40_000);
+  let i = 0;
+  const r = await cannon({
+    url: base,
+    connections: 64,
+    requests: [{ method: "POST", headers: { "content-type": "application/json" }, setupRequest: (req) => ({ ...req, ...bodies[i++ % bodies.length]! }) }],
+  });
+  report("POST agent-signed message, 64 connections, 50 rooms", fmt(r));
+}
+
+async function verifyFigures(base: string): Promise<void> {
+  const room = (await json(base, "POST", "/api/rooms", {})).uuid as string;
+  const batch = 64;
+  for (let i = 0; i < 9_999; i += batch) {
+    await Promise.all(Array.from({ length: Math.min(batch, 9_999 - i) }, (_, k) => json(base, "POST", `/api/rooms/${room}/messages`, { agent_id: `agent-${(i + k) % 9}`, text: `verify benchmark ${i + k}` })));
+  }
+  let t0 = performance.now();
+  const online = await json(base, "POST", `/api/rooms/${room}/verify`, {});
+  report("Verify online (POST /verify), 10,000 events", `${(performance.now() - t0).toFixed(0)} ms, ${online.verdict}`);
+  const bundle = (await json(base, "GET", `/api/rooms/${room}/export`)) as RoomBundle;
+  t0 = performance.now();
+  const offline = await verifyBundle(bundle, { verify: ed25519Verify });
+  report("Verify offline (node:crypto, as parley verify), 10,000 events", `${(performance.now() - t0).toFixed(0)} ms, ${offline.verdict}`);
+  t0 = performance.now();
+  const pure = await verifyBundle(bundle, { verify: nobleVerify });
+  report("Verify offline, pure JS (@noble/ed25519), 10,000 events", `${(performance.now() - t0).toFixed(0)} ms, ${pure.verdict}`);
+
+  const small = (await json(base, "POST", "/api/rooms", {})).uuid as string;
+  for (let i = 0; i < 999; i += batch) {
+    await Promise.all(Array.from({ length: Math.min(batch, 999 - i) }, (_, k) => json(base, "POST", `/api/rooms/${small}/messages`, { agent_id: "a", text: `m ${i + k}` })));
+  }
+  report("Inclusion proof (1,000-event room), 64 connections", fmt(await cannon({ url: `${base}/api/rooms/${small}/proof/inclusion?seq=500`, connections: 64 })));
+}
+
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
@@ -216,6 +268,8 @@ async function main() {
     for (let i = 0; i < 50; i++) rooms.push((await json(base, "POST", "/api/rooms", {})).uuid);
     const httpRate = await postThroughput(base, rooms);
 
+    await signedPostThroughput(base, rooms);
+
     const quiet = (await json(base, "POST", "/api/rooms", {})).uuid;
     const last = (await json(base, "POST", `/api/rooms/${quiet}/messages`, { agent_id: "a", text: "only" })).id;
     report("Idle poll (since = last), 64 connections", fmt(await cannon({ url: `${base}/api/rooms/${quiet}/messages?since=${last}`, connections: 64 })));
@@ -223,6 +277,8 @@ async function main() {
     const page = (await json(base, "POST", "/api/rooms", { description: "A room with 1,000 messages" })).uuid;
     for (let i = 0; i < 1000; i++) await json(base, "POST", `/api/rooms/${page}/messages`, { agent_id: `agent-${i % 4}`, text: `Message **${i}** with _markdown_ and a [link](https://example.com).` });
     report("Watcher page (1,000-message room), 16 connections", fmt(await cannon({ url: `${base}/${page}`, connections: 16, headers: { accept: "text/html" } })));
+
+    await verifyFigures(base);
 
     const rssStreams = await deliveryLatency(base, child);
     report("RSS with 1,000 SSE connections", `${rssStreams.toFixed(0)} MB`);

@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import { client, startTestServer } from "../helpers/server";
 import type { RunningServer } from "../../server";
-import { agentEnvelope, eventLeafHash } from "../../lib/log/event";
+import { eventLeafHash } from "../../lib/log/event";
+import { testAgent } from "../helpers/agent";
 import { base64ToBytes, bytesToHex, hexToBytes, utf8 } from "../../lib/log/bytes";
 import { nobleSign, noblePublicKey, nobleVerify } from "../../lib/log/ed25519";
 import { rootOf, verifyConsistency, verifyInclusion } from "../../lib/log/merkle";
@@ -21,10 +22,8 @@ before(async () => {
 });
 after(() => server.close());
 
-function signedBody(seed: Uint8Array, room: string, actor: string, text: string, ts = new Date().toISOString()) {
-  const nonce = crypto.randomBytes(12).toString("hex");
-  const sig = nobleSign(seed, utf8(agentEnvelope({ room, type: "message.posted", actor, payload: { text }, ts, nonce })));
-  return { agent_id: actor, text, sig: { pubkey_hex: bytesToHex(noblePublicKey(seed)), signature_hex: bytesToHex(sig), ts, nonce } };
+function signedBody(seed: Uint8Array, room: string, actor: string, text: string, ts?: string) {
+  return { agent_id: actor, text, sig: testAgent(seed).signMessage(room, actor, { text }, { ts }) };
 }
 
 test("200 concurrent posts, signed and unsigned by several agents, then verify: CLEAN", async () => {
