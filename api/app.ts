@@ -5,6 +5,7 @@ import type { Services } from "../lib/services/context";
 import { limitRequest } from "../lib/services";
 import { callerFor, errorResponse, type Env } from "./http";
 import { integrityRoutes } from "./routes/integrity";
+import { ledgerRoutes } from "./routes/ledger";
 import { mcpRoutes } from "./routes/mcp";
 import { messageRoutes } from "./routes/messages";
 import { metaRoutes } from "./routes/meta";
@@ -41,6 +42,7 @@ export function createApiApp(svc: Services): Hono<Env> {
   roomRoutes(app, svc);
   messageRoutes(app, svc);
   integrityRoutes(app, svc);
+  ledgerRoutes(app, svc);
   mcpRoutes(app, svc);
   skillRoutes(app);
   metaRoutes(app, svc);

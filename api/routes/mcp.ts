@@ -2,11 +2,17 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import { limitRequest } from "../../lib/services";
 import type { Services } from "../../lib/services/context";
 import { createMcpServer } from "../../mcp/server";
+import { TOOLS_BY_NAME } from "../../mcp/tools";
 import type { App } from "../http";
 
 const rpcError = (code: number, message: string) => ({ jsonrpc: "2.0" as const, error: { code, message }, id: null });
 
-const isToolCall = (m: unknown) => typeof m === "object" && m !== null && (m as { method?: unknown }).method === "tools/call";
+/** A call of one of our tools: it takes from the budgets of the REST route it stands for. */
+function isToolCall(m: unknown): boolean {
+  if (typeof m !== "object" || m === null) return false;
+  const { method, params } = m as { method?: unknown; params?: { name?: unknown } };
+  return method === "tools/call" && typeof params?.name === "string" && TOOLS_BY_NAME.has(params.name);
+}
 
 /** Quality of a media type in an Accept header (-1 when absent). */
 function quality(accept: string, type: string): number {
@@ -30,12 +36,13 @@ export function mcpRoutes(app: App, svc: Services): void {
     try {
       body = JSON.parse(await c.req.text());
     } catch {
+      limitRequest(svc, c.var.caller.ip);
       return c.json(rpcError(-32700, "Parse error: the body is not JSON. POST one JSON-RPC message (or a batch) with Content-Type: application/json."), 400);
     }
-    // tools/call takes from the same budgets as the REST route it stands for (see mcp/tools.ts);
-    // everything else (initialize, tools/list, notifications) from the general request budget.
+    // A tools/call takes from the same budgets as the REST route it stands for (mcp/tools.ts);
+    // anything else (initialize, tools/list, notifications) from the general request budget.
     const messages = Array.isArray(body) ? body : [body];
-    if (!messages.every(isToolCall)) limitRequest(svc, c.var.caller.ip);
+    if (messages.length === 0 || !messages.every(isToolCall)) limitRequest(svc, c.var.caller.ip);
 
     const request = c.req.raw;
     const server = createMcpServer(svc, c.var.caller, request.signal);

@@ -44,6 +44,7 @@ const schema = z.object({
   PARLEY_RATE_AGENT_POSTS_PER_MINUTE: int(0, 1_000_000).default(30),
   PARLEY_RATE_REQUESTS_PER_MINUTE: int(0, 1_000_000).default(600),
   PARLEY_SWEEP_INTERVAL: duration.default(60_000),
+  PARLEY_AGREE_QUORUM: int(1, 50).default(2),
   PARLEY_ARBITER_BASE_URL: url.optional(),
   PARLEY_ARBITER_API_KEY: z.string().min(1).optional(),
   PARLEY_ARBITER_MODEL: z.string().min(1).optional(),
@@ -65,6 +66,7 @@ export type Config = {
   trustProxy: number;
   rate: { roomsPerHour: number; postsPerMinute: number; agentPostsPerMinute: number; requestsPerMinute: number };
   sweepIntervalMs: number;
+  agreeQuorum: number;
   arbiterConfigured: boolean;
 };
 
@@ -103,6 +105,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       requestsPerMinute: e.PARLEY_RATE_REQUESTS_PER_MINUTE,
     },
     sweepIntervalMs: e.PARLEY_SWEEP_INTERVAL,
+    agreeQuorum: e.PARLEY_AGREE_QUORUM,
     arbiterConfigured: Boolean(
       (e.PARLEY_ARBITER_BASE_URL && e.PARLEY_ARBITER_MODEL) || e.NVIDIA_API_KEY || e.DEEPSEEK_API_KEY,
     ),

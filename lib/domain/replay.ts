@@ -1,4 +1,5 @@
 import type { LogEvent } from "../log/event";
+import { AGREE_QUORUM_DEFAULT, applyLedgerEvent, emptyLedger, type Ledger } from "./ledger";
 import { messageFromEvent, type Message } from "./message";
 import { roomStatusAfter, type RoomStatus } from "./room";
 
@@ -17,6 +18,7 @@ export interface RoomProjection {
 export interface Projections {
   room: RoomProjection;
   messages: Message[];
+  ledger: Ledger;
 }
 
 /**
@@ -27,11 +29,15 @@ export function replay(events: LogEvent[], leafHashesHex: string[]): Projections
   const room: RoomProjection = { description: "", is_public: false, protocol_mode: "standard", mode: "open", status: "open", message_count: 0, agent_count: 0, size: 0 };
   const messages: Message[] = [];
   const agents = new Set<string>();
+  const ledger = emptyLedger();
+  let quorum = AGREE_QUORUM_DEFAULT;
   events.forEach((event, i) => {
     room.size = event.seq;
+    applyLedgerEvent(ledger, event, quorum);
     if (event.type === "room.created") {
       const p = event.payload as { description: string; is_public: boolean; protocol_mode: string; mode: string };
       Object.assign(room, { description: p.description, is_public: p.is_public, protocol_mode: p.protocol_mode, mode: p.mode });
+      quorum = (event.server as { agree_quorum?: number }).agree_quorum ?? AGREE_QUORUM_DEFAULT;
     } else if (event.type === "message.posted") {
       messages.push(messageFromEvent(event, leafHashesHex[i]!));
       room.message_count++;
@@ -40,5 +46,5 @@ export function replay(events: LogEvent[], leafHashesHex: string[]): Projections
     room.status = roomStatusAfter(room.status, event.type);
   });
   room.agent_count = agents.size;
-  return { room, messages };
+  return { room, messages, ledger };
 }

@@ -47,7 +47,7 @@ export interface VerifyReport {
     prev_links: number;
     checkpoints: number;
     agent_signatures: number;
-    projections: { messages: number; room: boolean } | null;
+    projections: { messages: number; room: boolean; threads: number } | null;
     caller_checkpoint: { size: number; consistent: boolean } | null;
     head: { size: number; root: string };
     server_key: ServerKeyRef;
@@ -69,7 +69,9 @@ export interface VerifyOptions {
 }
 
 /** Event types an agent writes (and may sign); key pinning applies to them. */
-const AGENT_EVENT_TYPES = new Set(["message.posted"]);
+const AGENT_EVENT_TYPES = new Set(["message.posted", "thread.opened", "thread.revised", "handshake.signed", "discrepancy.resolved"]);
+/** Actors that are the service itself, not agents. */
+const SERVICE_ACTORS = new Set(["server", "arbiter", "owner"]);
 const MAX_FAILURES = 1000;
 
 export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Promise<VerifyReport> {
@@ -157,7 +159,7 @@ export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Pro
   bundle.events.forEach((event) => {
     const seq = event.seq;
     const sig = event.sig as (LogEvent["sig"] & { alg: string }) | undefined;
-    const isAgentEvent = AGENT_EVENT_TYPES.has(event.type);
+    const isAgentEvent = AGENT_EVENT_TYPES.has(event.type) && !SERVICE_ACTORS.has(event.actor);
     if (!sig) {
       if (isAgentEvent && pinned.has(event.actor)) fail(seq, "key_pinning", `"${event.actor}" signed before; an unsigned event under that name is not theirs.`);
       return;
@@ -196,7 +198,7 @@ export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Pro
   let projections: VerifyReport["details"]["projections"] = null;
   if (bundle.projections) {
     const rebuilt = replay(bundle.events, leafHex);
-    projections = { messages: rebuilt.messages.length, room: true };
+    projections = { messages: rebuilt.messages.length, room: true, threads: rebuilt.ledger.threads.length };
     compareProjections(rebuilt, bundle.projections, fail);
   } else inconclusive.push("The bundle carries no projections, so what the server serves was not compared with the log.");
 
@@ -283,13 +285,20 @@ function compareProjections(rebuilt: Projections, served: Projections, fail: (se
     else if (canonicalize(s) !== canonicalize(m)) fail(m.id, "projection", `Message ${m.id} as served differs from the log.`);
   }
   for (const id of servedById.keys()) fail(id, "projection", `Message ${id} is served but has no event in the log.`);
+  const ledgerParts = { threads: "thread", revisions: "revision", discrepancies: "discrepancy", handshakes: "handshake" } as const;
+  for (const [part, noun] of Object.entries(ledgerParts) as [keyof typeof ledgerParts, string][]) {
+    const logged = new Map(rebuilt.ledger[part].map((x) => [x.id, canonicalize(x)]));
+    const shown = new Map((served.ledger?.[part] ?? []).map((x) => [x.id, canonicalize(x)]));
+    for (const [id, text] of logged) if (shown.get(id) !== text) fail(id, "projection", `The ${noun} ${id} as served differs from the log.`);
+    for (const id of shown.keys()) if (!logged.has(id)) fail(id, "projection", `The ${noun} ${id} is served but has no event in the log.`);
+  }
 }
 
 function explain(verdict: Verdict, failures: Failure[], inconclusive: string[], size: number): string {
   if (verdict === "CLEAN") return `All ${size} events, their hash chain, every signed checkpoint, every agent signature and the served projections check out.`;
   if (verdict === "INCONCLUSIVE") return `No check failed, but not every check could run: ${inconclusive.join(" ")}`;
   const kinds = [...new Set(failures.map((f) => f.type))].join(", ");
-  const seqs = failures.filter((f) => f.seq !== null).slice(0, 10).map((f) => f.seq).join(", ");
+  const seqs = [...new Set(failures.filter((f) => f.seq !== null).map((f) => f.seq))].slice(0, 10).join(", ");
   return `The history does not check out (${kinds})${seqs ? ` at seq ${seqs}` : ""}. ${failures[0]!.detail}`;
 }
 

@@ -90,9 +90,14 @@ export function createRoom(svc: Services, caller: Caller, input: CreateRoomInput
       headRoot: bytesToBase64(EMPTY_ROOT),
       frontier: "[]",
       checkpoint: "",
+      arbiterWatermark: 0,
+      arbiterCalls: 0,
+      arbiterTokens: 0,
+      arbiterItems: 0,
+      lastExtractionError: null,
     };
     tx.insertRoom(row);
-    return appendEvent(svc, tx, row, { type: "room.created", actor: "server", payload, server: { expires_at: expires } });
+    return appendEvent(svc, tx, row, { type: "room.created", actor: "server", payload, server: { expires_at: expires, agree_quorum: svc.config.agreeQuorum } });
   });
   return {
     uuid,

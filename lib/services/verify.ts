@@ -29,6 +29,12 @@ function readBundle(svc: Services, room: RoomRow): { bundle: RoomBundle; leafHas
       size: room.headSize,
     },
     messages: svc.store.listMessages(room.uuid, 0, ALL).map(messageFromRow),
+    ledger: {
+      threads: svc.store.listThreads(room.uuid),
+      revisions: svc.store.listRevisions(room.uuid),
+      discrepancies: svc.store.listDiscrepancies(room.uuid),
+      handshakes: svc.store.listHandshakes(room.uuid),
+    },
   };
   return {
     bundle: {

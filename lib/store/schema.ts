@@ -22,6 +22,12 @@ export const rooms = sqliteTable(
     headRoot: text("head_root").notNull(), // base64 root
     frontier: text("frontier").notNull(), // JSON array of hex subtree roots on the right edge
     checkpoint: text("checkpoint").notNull(), // latest signed note
+    // The arbiter (SPEC 5.3): watermark (last message seq extracted) and what it cost.
+    arbiterWatermark: integer("arbiter_watermark").notNull().default(0),
+    arbiterCalls: integer("arbiter_calls").notNull().default(0),
+    arbiterTokens: integer("arbiter_tokens").notNull().default(0),
+    arbiterItems: integer("arbiter_items").notNull().default(0),
+    lastExtractionError: text("last_extraction_error"),
   },
   // Partial indexes: only public rooms are listed, so a post into a private room touches none of them.
   (t) => [
@@ -96,4 +102,79 @@ export const signatureNonces = sqliteTable(
     seq: integer("seq").notNull(),
   },
   (t) => [primaryKey({ columns: [t.room, t.pubkeyHex, t.nonce] })],
+);
+
+/** Ledger projections (SPEC 5): rebuilt from thread.*, discrepancy.* and handshake.* events. */
+export const threads = sqliteTable(
+  "threads",
+  {
+    room: text("room").notNull(),
+    id: integer("id").notNull(), // the seq of its thread.opened event
+    subject: text("subject").notNull(),
+    subjectKey: text("subject_key").notNull(),
+    currentValue: text("current_value").notNull(),
+    status: text("status").notNull(),
+    openedBy: text("opened_by").notNull(),
+    openedByAuth: text("opened_by_auth").notNull(),
+    openerKey: text("opener_key"), // the opener's pubkey when it signed: the owner is then the key
+    revisionsCount: integer("revisions_count").notNull(),
+    lastRevision: text("last_revision").notNull(), // JSON Revision
+    confirmations: text("confirmations").notNull(), // JSON [{agent_id, auth}]
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.room, t.id] })],
+);
+
+export const revisions = sqliteTable(
+  "revisions",
+  {
+    room: text("room").notNull(),
+    id: integer("id").notNull(), // the seq of its event
+    threadId: integer("thread_id").notNull(),
+    kind: text("kind").notNull(),
+    value: text("value").notNull(),
+    authorAgentId: text("author_agent_id").notNull(),
+    auth: text("auth").notNull(),
+    via: text("via").notNull(),
+    sourceMsgId: integer("source_msg_id"),
+    quote: text("quote"),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.room, t.id] }), index("revisions_thread").on(t.room, t.threadId)],
+);
+
+export const discrepancies = sqliteTable(
+  "discrepancies",
+  {
+    room: text("room").notNull(),
+    id: integer("id").notNull(),
+    threadId: integer("thread_id"),
+    description: text("description").notNull(),
+    severity: text("severity").notNull(),
+    sourceMsgId: integer("source_msg_id"),
+    recordedBy: text("recorded_by").notNull(),
+    status: text("status").notNull(),
+    resolvedBy: text("resolved_by"),
+    createdAt: text("created_at").notNull(),
+    resolvedAt: text("resolved_at"),
+  },
+  (t) => [primaryKey({ columns: [t.room, t.id] })],
+);
+
+export const handshakes = sqliteTable(
+  "handshakes",
+  {
+    room: text("room").notNull(),
+    id: integer("id").notNull(),
+    agentId: text("agent_id").notNull(),
+    contextHash: text("context_hash").notNull(),
+    auth: text("auth").notNull(),
+    pubkeyHex: text("pubkey_hex"),
+    signatureHex: text("signature_hex"),
+    ts: text("ts"),
+    nonce: text("nonce"),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.room, t.id] })],
 );

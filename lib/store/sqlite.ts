@@ -9,8 +9,10 @@ import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { and, asc, count, desc, eq, gt, lte, ne, sql } from "drizzle-orm";
 import * as schema from "./schema";
 import type { RoomListQuery, RoomRow, Store, StoreWriter } from "./types";
+import type { Auth, Discrepancy, Handshake, Revision, RevisionKind, Thread, ThreadStatus } from "../domain/ledger";
 
-const { rooms, events, messages, roomAgents, signatureNonces } = schema;
+const { rooms, events, messages, roomAgents, signatureNonces, threads, revisions, discrepancies, handshakes } = schema;
+const ROOM_TABLES = [events, messages, roomAgents, signatureNonces, threads, revisions, discrepancies, handshakes];
 const MIGRATIONS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../drizzle");
 
 const SORT_COLUMNS = {
@@ -137,6 +139,23 @@ export function openSqliteStore(dataDir: string): Store {
     checkpointAt: (room: string, size: number) => checkpointAt.get({ room, size })?.checkpoint,
     agentKey: (room: string, agent: string) => agentKey.get({ room, agent }),
     ping: () => void sqlite.prepare("select 1").get(),
+    getThread(room: string, id: number) {
+      const row = db.select().from(threads).where(and(eq(threads.room, room), eq(threads.id, id))).get();
+      return row && { thread: toThread(row), openerKey: row.openerKey };
+    },
+    listThreads: (room: string) => db.select().from(threads).where(eq(threads.room, room)).orderBy(asc(threads.id)).all().map(toThread),
+    listRevisions: (room: string, threadId?: number) =>
+      db
+        .select()
+        .from(revisions)
+        .where(and(eq(revisions.room, room), threadId === undefined ? undefined : eq(revisions.threadId, threadId)))
+        .orderBy(asc(revisions.id))
+        .all()
+        .map(toRevision),
+    listDiscrepancies: (room: string) =>
+      db.select().from(discrepancies).where(eq(discrepancies.room, room)).orderBy(asc(discrepancies.id)).all().map(toDiscrepancy),
+    listHandshakes: (room: string) =>
+      db.select().from(handshakes).where(eq(handshakes.room, room)).orderBy(asc(handshakes.id)).all().map(toHandshake),
     counts: () => ({
       rooms: db.select({ n: count() }).from(rooms).where(ne(rooms.status, "expired")).get()?.n ?? 0,
       events: db.select({ n: count() }).from(events).get()?.n ?? 0,
@@ -150,6 +169,33 @@ export function openSqliteStore(dataDir: string): Store {
     insertEvent: (row) => void insertEvent.run({ ...row, sig: row.sig ?? null }),
     insertMessage: (row) => void insertMessage.run(row),
     addAgent: (room, agent, seq) => addAgent.run({ room, agent, seq }).changes === 1,
+    saveThread(room, t, openerKey) {
+      const row = {
+        room, id: t.id, subject: t.subject, subjectKey: t.subject_key, currentValue: t.current_value, status: t.status,
+        openedBy: t.opened_by, openedByAuth: t.opened_by_auth, openerKey, revisionsCount: t.revisions_count,
+        lastRevision: JSON.stringify(t.last_revision), confirmations: JSON.stringify(t.confirmations), createdAt: t.created_at, updatedAt: t.updated_at,
+      };
+      db.insert(threads).values(row).onConflictDoUpdate({ target: [threads.room, threads.id], set: row }).run();
+    },
+    insertRevision(room, r) {
+      db.insert(revisions).values({
+        room, id: r.id, threadId: r.thread_id, kind: r.kind, value: r.value, authorAgentId: r.author_agent_id, auth: r.auth,
+        via: r.via, sourceMsgId: r.source_msg_id, quote: r.quote, createdAt: r.created_at,
+      }).run();
+    },
+    saveDiscrepancy(room, d) {
+      const row = {
+        room, id: d.id, threadId: d.thread_id, description: d.description, severity: d.severity, sourceMsgId: d.source_msg_id,
+        recordedBy: d.recorded_by, status: d.status, resolvedBy: d.resolved_by, createdAt: d.created_at, resolvedAt: d.resolved_at,
+      };
+      db.insert(discrepancies).values(row).onConflictDoUpdate({ target: [discrepancies.room, discrepancies.id], set: row }).run();
+    },
+    insertHandshake(room, h) {
+      db.insert(handshakes).values({
+        room, id: h.id, agentId: h.agent_id, contextHash: h.context_hash, auth: h.auth, pubkeyHex: h.pubkey_hex,
+        signatureHex: h.signature_hex, ts: h.ts, nonce: h.nonce, createdAt: h.created_at,
+      }).run();
+    },
     useNonce: (room, pubkey, nonce, seq) => useNonce.run({ room, pubkey, nonce, seq }).changes === 1,
     pinAgentKey: (room, agentId, pubkeyHex) =>
       void db
@@ -158,7 +204,7 @@ export function openSqliteStore(dataDir: string): Store {
         .onConflictDoUpdate({ target: [roomAgents.room, roomAgents.agentId], set: { pubkeyHex } })
         .run(),
     deleteRoomData(uuid, keepTombstone) {
-      for (const table of [events, messages, roomAgents, signatureNonces]) {
+      for (const table of ROOM_TABLES) {
         db.delete(table).where(eq(table.room, uuid)).run();
       }
       if (keepTombstone) {
@@ -213,4 +259,34 @@ function startCheckpointer(file: string): Worker {
   worker.on("error", (err) => console.error("WAL checkpointer stopped:", err.message));
   worker.unref();
   return worker;
+}
+
+function toRevision(r: typeof revisions.$inferSelect): Revision {
+  return {
+    id: r.id, thread_id: r.threadId, kind: r.kind as RevisionKind, value: r.value, author_agent_id: r.authorAgentId, auth: r.auth as Auth,
+    via: r.via as Revision["via"], source_msg_id: r.sourceMsgId, quote: r.quote, created_at: r.createdAt, seq: r.id,
+  };
+}
+
+function toThread(r: typeof threads.$inferSelect): Thread {
+  return {
+    id: r.id, subject: r.subject, subject_key: r.subjectKey, current_value: r.currentValue, status: r.status as ThreadStatus,
+    opened_by: r.openedBy, opened_by_auth: r.openedByAuth as Auth, revisions_count: r.revisionsCount,
+    last_revision: JSON.parse(r.lastRevision) as Revision, confirmations: JSON.parse(r.confirmations) as Thread["confirmations"],
+    created_at: r.createdAt, updated_at: r.updatedAt,
+  };
+}
+
+function toDiscrepancy(r: typeof discrepancies.$inferSelect): Discrepancy {
+  return {
+    id: r.id, thread_id: r.threadId, description: r.description, severity: r.severity as Discrepancy["severity"], source_msg_id: r.sourceMsgId,
+    recorded_by: r.recordedBy, status: r.status as Discrepancy["status"], resolved_by: r.resolvedBy, created_at: r.createdAt, resolved_at: r.resolvedAt,
+  };
+}
+
+function toHandshake(r: typeof handshakes.$inferSelect): Handshake {
+  return {
+    id: r.id, agent_id: r.agentId, context_hash: r.contextHash, auth: r.auth as Auth, pubkey_hex: r.pubkeyHex,
+    signature_hex: r.signatureHex, ts: r.ts, nonce: r.nonce, created_at: r.createdAt,
+  };
 }

@@ -1,3 +1,4 @@
+import type { Discrepancy, Handshake, Revision, Thread } from "../domain/ledger";
 import type { rooms, events, messages } from "./schema";
 
 export type RoomRow = typeof rooms.$inferSelect;
@@ -37,6 +38,12 @@ export interface StoreReader {
   agentKey(room: string, agentId: string): { pubkeyHex: string | null } | undefined;
   ping(): void;
   counts(): { rooms: number; events: number };
+  /** A thread and the key its opener signed with (null when unsigned). */
+  getThread(room: string, id: number): { thread: Thread; openerKey: string | null } | undefined;
+  listThreads(room: string): Thread[];
+  listRevisions(room: string, threadId?: number): Revision[];
+  listDiscrepancies(room: string): Discrepancy[];
+  listHandshakes(room: string): Handshake[];
 }
 
 /** Writes: only reachable through Store.write, so every write is inside one transaction. */
@@ -50,6 +57,10 @@ export interface StoreWriter extends StoreReader {
   /** Records a signature nonce; false when this (pubkey, nonce) was already used in the room. */
   useNonce(room: string, pubkeyHex: string, nonce: string, seq: number): boolean;
   pinAgentKey(room: string, agentId: string, pubkeyHex: string): void;
+  saveThread(room: string, thread: Thread, openerKey: string | null): void;
+  insertRevision(room: string, revision: Revision): void;
+  saveDiscrepancy(room: string, discrepancy: Discrepancy): void;
+  insertHandshake(room: string, handshake: Handshake): void;
   /** Removes every row of a room; keeps a tombstone row when `tombstone` is set. */
   deleteRoomData(uuid: string, keepTombstone: boolean): void;
   /** Rooms past their expiry that still hold data. */
