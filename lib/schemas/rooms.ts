@@ -38,6 +38,7 @@ export const roomInfo = roomSummary.extend({
   is_public: z.boolean(),
   arbiter_active: z.boolean(),
   last_extraction_error: z.string().nullable(),
+  arbiter: z.object({ calls: z.number().int(), tokens: z.number().int(), items: z.number().int(), last_extracted_msg_id: z.number().int() }),
   head: roomHead,
 });
 

@@ -23,7 +23,7 @@ function quorumOf(svc: Services, room: RoomRow): number {
  * Appends a ledger event and writes the projections it changes: the reducer is applied to the
  * part of the ledger the event touches (the same reducer the verifier replays over the log).
  */
-function appendLedgerEvent(svc: Services, tx: StoreWriter, room: RoomRow, event: NewEvent, part: Partial<Ledger>, openerKey: string | null = null) {
+export function appendLedgerEvent(svc: Services, tx: StoreWriter, room: RoomRow, event: NewEvent, part: Partial<Ledger>, openerKey: string | null = null) {
   const appended = appendEvent(svc, tx, room, event);
   const ledger: Ledger = { ...emptyLedger(), ...structuredClone(part) };
   const before = { revisions: ledger.revisions.length, handshakes: ledger.handshakes.length };

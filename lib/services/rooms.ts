@@ -134,7 +134,8 @@ export function roomInfo(svc: Services, caller: Caller, room: RoomRow) {
     status: room.status as "open" | "closed",
     is_public: room.isPublic,
     arbiter_active: room.protocolMode === "premium" && svc.config.arbiterConfigured,
-    last_extraction_error: null,
+    last_extraction_error: room.lastExtractionError,
+    arbiter: { calls: room.arbiterCalls, tokens: room.arbiterTokens, items: room.arbiterItems, last_extracted_msg_id: room.arbiterWatermark },
     head: { size: room.headSize, root: room.headRoot, checkpoint: room.checkpoint },
   };
 }

@@ -169,6 +169,7 @@ export function openSqliteStore(dataDir: string): Store {
     insertEvent: (row) => void insertEvent.run({ ...row, sig: row.sig ?? null }),
     insertMessage: (row) => void insertMessage.run(row),
     addAgent: (room, agent, seq) => addAgent.run({ room, agent, seq }).changes === 1,
+    updateArbiterState: (uuid, state) => void db.update(rooms).set(state).where(eq(rooms.uuid, uuid)).run(),
     saveThread(room, t, openerKey) {
       const row = {
         room, id: t.id, subject: t.subject, subjectKey: t.subject_key, currentValue: t.current_value, status: t.status,

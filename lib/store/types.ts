@@ -58,6 +58,7 @@ export interface StoreWriter extends StoreReader {
   useNonce(room: string, pubkeyHex: string, nonce: string, seq: number): boolean;
   pinAgentKey(room: string, agentId: string, pubkeyHex: string): void;
   saveThread(room: string, thread: Thread, openerKey: string | null): void;
+  updateArbiterState(room: string, state: Partial<Pick<RoomRow, "arbiterWatermark" | "arbiterCalls" | "arbiterTokens" | "arbiterItems" | "lastExtractionError">>): void;
   insertRevision(room: string, revision: Revision): void;
   saveDiscrepancy(room: string, discrepancy: Discrepancy): void;
   insertHandshake(room: string, handshake: Handshake): void;
