@@ -1,6 +1,7 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
+import { IntegrityPanel } from "../../components/IntegrityPanel";
 import { RoomFeed } from "../../components/RoomFeed";
 import { RoomHeader } from "../../components/RoomHeader";
 import { shortId } from "../../components/format";
@@ -75,6 +76,7 @@ export default async function RoomPage({ params }: Props) {
         status={room.status}
         expiresAt={room.expires_at}
       />
+      <IntegrityPanel key={`integrity-${room.uuid}`} roomId={room.uuid} headSize={room.head.size} />
     </div>
   );
 }
