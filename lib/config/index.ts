@@ -50,7 +50,72 @@ const schema = z.object({
   PARLEY_ARBITER_MODEL: z.string().min(1).optional(),
   NVIDIA_API_KEY: z.string().min(1).optional(),
   DEEPSEEK_API_KEY: z.string().min(1).optional(),
+  // Arbiter tuning (SPEC 5.3); README "Arbiter" explains each.
+  PARLEY_ARBITER_FALLBACKS: z.string().trim().regex(/^[a-z]+(\s*,\s*[a-z]+)*$/, "must be a comma-separated list such as custom,nvidia,deepseek").optional(),
+  PARLEY_ARBITER_TIMEOUT: duration.default(60_000),
+  PARLEY_ARBITER_RETRIES: int(0, 10).default(2),
+  PARLEY_ARBITER_BACKOFF: duration.default(1_000),
+  PARLEY_ARBITER_COALESCE: duration.default(1_500),
+  PARLEY_ARBITER_TOKEN_BUDGET: int(1_000, 1_000_000).default(8_000),
+  PARLEY_ARBITER_BATCH_MESSAGES: int(1, 200).default(25),
 });
+
+/** One OpenAI-compatible endpoint the arbiter may call. */
+export interface ArbiterProvider {
+  name: "custom" | "nvidia" | "deepseek";
+  baseUrl: string;
+  apiKey: string;
+  model: string;
+}
+
+export interface ArbiterConfig {
+  /** Tried in this order: the first is the primary, the others are fallbacks. Empty: no arbiter. */
+  providers: ArbiterProvider[];
+  timeoutMs: number;
+  /** Extra attempts per batch after the first (with exponential backoff from `backoffMs`). */
+  retries: number;
+  backoffMs: number;
+  /** Premium rooms: messages arriving within this window go into one call. */
+  coalesceMs: number;
+  /** Estimated prompt tokens per call (chars / 4). */
+  tokenBudget: number;
+  /** New messages per call at most. */
+  batchMessages: number;
+}
+
+export const NVIDIA_BASE_URL = "https://integrate.api.nvidia.com/v1";
+export const NVIDIA_DEFAULT_MODEL = "meta/llama-3.3-70b-instruct";
+export const DEEPSEEK_BASE_URL = "https://api.deepseek.com";
+export const DEEPSEEK_DEFAULT_MODEL = "deepseek-chat";
+
+function arbiterProviders(e: z.infer<typeof schema>): ArbiterProvider[] {
+  if (e.PARLEY_ARBITER_BASE_URL && !e.PARLEY_ARBITER_MODEL) {
+    throw new ConfigError("Invalid configuration: PARLEY_ARBITER_MODEL is required when PARLEY_ARBITER_BASE_URL is set.");
+  }
+  if (!e.PARLEY_ARBITER_BASE_URL && (e.PARLEY_ARBITER_MODEL || e.PARLEY_ARBITER_API_KEY)) {
+    throw new ConfigError("Invalid configuration: PARLEY_ARBITER_BASE_URL is required when PARLEY_ARBITER_MODEL or PARLEY_ARBITER_API_KEY is set.");
+  }
+  const available: Partial<Record<ArbiterProvider["name"], ArbiterProvider>> = {};
+  if (e.PARLEY_ARBITER_BASE_URL && e.PARLEY_ARBITER_MODEL) {
+    // Local endpoints often need no key; the client library insists on one.
+    available.custom = { name: "custom", baseUrl: e.PARLEY_ARBITER_BASE_URL, apiKey: e.PARLEY_ARBITER_API_KEY ?? "none", model: e.PARLEY_ARBITER_MODEL };
+  }
+  if (e.NVIDIA_API_KEY) available.nvidia = { name: "nvidia", baseUrl: NVIDIA_BASE_URL, apiKey: e.NVIDIA_API_KEY, model: NVIDIA_DEFAULT_MODEL };
+  if (e.DEEPSEEK_API_KEY) available.deepseek = { name: "deepseek", baseUrl: DEEPSEEK_BASE_URL, apiKey: e.DEEPSEEK_API_KEY, model: DEEPSEEK_DEFAULT_MODEL };
+  if (!e.PARLEY_ARBITER_FALLBACKS) return Object.values(available);
+  const names = e.PARLEY_ARBITER_FALLBACKS.split(",").map((n) => n.trim());
+  return [...new Set(names)].map((name) => {
+    if (!["custom", "nvidia", "deepseek"].includes(name)) {
+      throw new ConfigError(`Invalid configuration: PARLEY_ARBITER_FALLBACKS names "${name}"; use custom, nvidia or deepseek.`);
+    }
+    const provider = available[name as ArbiterProvider["name"]];
+    if (!provider) {
+      const needs = { custom: "PARLEY_ARBITER_BASE_URL and PARLEY_ARBITER_MODEL", nvidia: "NVIDIA_API_KEY", deepseek: "DEEPSEEK_API_KEY" }[name as ArbiterProvider["name"]];
+      throw new ConfigError(`Invalid configuration: PARLEY_ARBITER_FALLBACKS names "${name}", which needs ${needs}.`);
+    }
+    return provider;
+  });
+}
 
 export type Config = {
   port: number;
@@ -68,6 +133,7 @@ export type Config = {
   sweepIntervalMs: number;
   agreeQuorum: number;
   arbiterConfigured: boolean;
+  arbiter: ArbiterConfig;
 };
 
 export class ConfigError extends Error {}
@@ -86,6 +152,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError("Invalid configuration: PARLEY_ROOM_MAX_TTL must not be shorter than PARLEY_ROOM_IDLE_TTL.");
   }
   const dataDir = path.resolve(e.PARLEY_DATA_DIR);
+  const providers = arbiterProviders(e);
   return {
     port: e.PORT,
     host: e.HOST,
@@ -106,9 +173,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     sweepIntervalMs: e.PARLEY_SWEEP_INTERVAL,
     agreeQuorum: e.PARLEY_AGREE_QUORUM,
-    arbiterConfigured: Boolean(
-      (e.PARLEY_ARBITER_BASE_URL && e.PARLEY_ARBITER_MODEL) || e.NVIDIA_API_KEY || e.DEEPSEEK_API_KEY,
-    ),
+    arbiterConfigured: providers.length > 0,
+    arbiter: {
+      providers,
+      timeoutMs: e.PARLEY_ARBITER_TIMEOUT,
+      retries: e.PARLEY_ARBITER_RETRIES,
+      backoffMs: e.PARLEY_ARBITER_BACKOFF,
+      coalesceMs: e.PARLEY_ARBITER_COALESCE,
+      tokenBudget: e.PARLEY_ARBITER_TOKEN_BUDGET,
+      batchMessages: e.PARLEY_ARBITER_BATCH_MESSAGES,
+    },
   };
 }
 

@@ -4,6 +4,13 @@
  */
 export class Notifier {
   private readonly listeners = new Map<string, Set<(seq: number) => void>>();
+  private readonly everyRoom = new Set<(room: string, seq: number) => void>();
+
+  /** Hears every room's appends (the premium arbiter's worker); not counted as a stream. */
+  subscribeAll(listener: (room: string, seq: number) => void): () => void {
+    this.everyRoom.add(listener);
+    return () => void this.everyRoom.delete(listener);
+  }
 
   subscribe(room: string, listener: (seq: number) => void): () => void {
     let set = this.listeners.get(room);
@@ -16,6 +23,7 @@ export class Notifier {
   }
 
   publish(room: string, seq: number): void {
+    for (const listener of this.everyRoom) listener(room, seq);
     const set = this.listeners.get(room);
     if (!set) return;
     for (const listener of [...set]) listener(seq);

@@ -1,0 +1,422 @@
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import crypto from "node:crypto";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { client, ManualClock, startTestServer } from "../helpers/server";
+import type { RunningServer } from "../../server";
+import { agentEnvelope } from "../../lib/log/event";
+import { bytesToHex, utf8 } from "../../lib/log/bytes";
+import { nobleSign, noblePublicKey } from "../../lib/log/ed25519";
+
+const TOOL_NAMES = ["create_room", "get_room", "list_rooms", "read_messages", "send_message", "get_context", "verify_integrity"];
+const UNKNOWN_ROOM = "3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23";
+
+async function connect(server: RunningServer): Promise<Client> {
+  const mcp = new Client({ name: "parley-tests", version: "1.0.0" });
+  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
+  return mcp;
+}
+
+type Result = { isError?: boolean; structuredContent?: any; content: { type: string; text: string }[] };
+
+async function call(mcp: Client, name: string, args: Record<string, unknown> = {}): Promise<Result> {
+  return (await mcp.callTool({ name, arguments: args })) as Result;
+}
+
+async function ok(mcp: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
+  const r = await call(mcp, name, args);
+  assert.ok(!r.isError, `${name} failed: ${r.content[0]?.text}`);
+  assert.deepEqual(JSON.parse(r.content[0]!.text), r.structuredContent, "the text copy is the structured content");
+  return r.structuredContent;
+}
+
+/** The error body of an isError result: {detail, code, retry_after?}. */
+async function fails(mcp: Client, name: string, args: Record<string, unknown> = {}): Promise<{ detail: string; code: string; retry_after?: number }> {
+  const r = await call(mcp, name, args);
+  assert.equal(r.isError, true, `${name} should fail: ${JSON.stringify(r.structuredContent)}`);
+  assert.equal(r.structuredContent, undefined);
+  return JSON.parse(r.content[0]!.text);
+}
+
+/** A raw JSON-RPC POST, as a client without the SDK would send it. */
+function rpc(server: RunningServer, body: unknown, accept = "application/json, text/event-stream") {
+  return fetch(`${server.url}/mcp`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept, "mcp-protocol-version": "2025-06-18" },
+    body: JSON.stringify(body),
+  });
+}
+
+function signFor(seed: Uint8Array, room: string, actor: string, payload: Record<string, unknown>) {
+  const ts = new Date().toISOString();
+  const nonce = crypto.randomBytes(12).toString("hex");
+  const signature = nobleSign(seed, utf8(agentEnvelope({ room, type: "message.posted", actor, payload, ts, nonce })));
+  return { pubkey_hex: bytesToHex(noblePublicKey(seed)), signature_hex: bytesToHex(signature), ts, nonce };
+}
+
+describe("MCP endpoint", () => {
+  let server: RunningServer;
+  let mcp: Client;
+  let api: ReturnType<typeof client>;
+
+  before(async () => {
+    server = await startTestServer();
+    mcp = await connect(server);
+    api = client(server.url);
+  });
+  after(async () => {
+    await mcp.close();
+    await server.close();
+  });
+
+  test("initialize names the server, offers tools and explains the loop", () => {
+    assert.equal(mcp.getServerVersion()?.name, "parley");
+    assert.ok(mcp.getServerCapabilities()?.tools);
+    const instructions = mcp.getInstructions() ?? "";
+    for (const needle of ["read_messages", "since", "wait=25", "send_message", "room_full", "room_expired", "rate_limited", "verify_integrity"]) {
+      assert.ok(instructions.includes(needle), `instructions mention ${needle}`);
+    }
+    assert.ok(instructions.split("\n").length <= 8, "a few lines");
+  });
+
+  test("tools/list names exactly the tools, each with a description, annotations and an outputSchema, and stays small", async (t) => {
+    const { tools } = await mcp.listTools();
+    assert.deepEqual(tools.map((x) => x.name).sort(), [...TOOL_NAMES].sort());
+    const readOnly = new Set(["get_room", "list_rooms", "read_messages", "get_context", "verify_integrity"]);
+    for (const tool of tools) {
+      assert.ok((tool.description ?? "").length > 40, `${tool.name} tells an agent when to use it`);
+      assert.equal(tool.outputSchema?.type, "object", `${tool.name} has an outputSchema`);
+      assert.equal(tool.inputSchema.type, "object");
+      const a = tool.annotations!;
+      for (const hint of ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] as const) {
+        assert.equal(typeof a[hint], "boolean", `${tool.name}.${hint}`);
+      }
+      assert.equal(a.readOnlyHint, readOnly.has(tool.name), `${tool.name} readOnlyHint`);
+      assert.equal(a.destructiveHint, false, "no tool deletes anything");
+    }
+    const room = tools.find((x) => x.name === "read_messages")!.inputSchema as any;
+    assert.deepEqual(room.required, ["room"]);
+    assert.equal(room.properties.wait.maximum, 25);
+
+    const res = await rpc(server, { jsonrpc: "2.0", id: 1, method: "tools/list" });
+    assert.equal(res.status, 200);
+    const bytes = (await res.arrayBuffer()).byteLength;
+    t.diagnostic(`tools/list answer: ${bytes} bytes`);
+    assert.ok(bytes < 12_000, `tools/list is ${bytes} bytes`);
+  });
+
+  test("create_room, get_room, list_rooms and get_context return what REST returns, with this server's URLs", async () => {
+    const created = await ok(mcp, "create_room", { description: "Pick a venue", is_public: true });
+    assert.match(created.uuid, /^[0-9a-f-]{36}$/);
+    assert.equal(created.url, `${server.url}/${created.uuid}`);
+    assert.ok(created.owner_token.length >= 24);
+    assert.equal(created.description, "Pick a venue");
+
+    const info = await ok(mcp, "get_room", { room: created.url });
+    const rest = await api.get(`/api/rooms/${created.uuid}`);
+    assert.deepEqual(info, rest.body);
+
+    const list = await ok(mcp, "list_rooms", { q: "venue", sort: "new" });
+    assert.deepEqual(list.rooms.map((r: any) => r.uuid), [created.uuid]);
+    assert.equal(list.total, 1);
+
+    const empty = await ok(mcp, "get_context", { room: created.uuid });
+    assert.equal(empty.room_uuid, created.uuid);
+    assert.deepEqual(empty.threads, []);
+    assert.equal(empty.sealed, null);
+    assert.equal(empty.context_hash, crypto.createHash("sha256").update("[]").digest("hex"));
+
+    // The ledger a REST client writes is the one get_context reads.
+    const opened = await api.post(`/api/rooms/${created.uuid}/claims`, { subject: "Venue", value: "Hall B", opened_by: "alice" });
+    assert.equal(opened.status, 201, JSON.stringify(opened.body));
+    const context = await ok(mcp, "get_context", { room: created.url });
+    assert.deepEqual(context, (await api.get(`/api/rooms/${created.uuid}/context`)).body);
+    assert.deepEqual(context.threads.map((t: any) => [t.subject, t.current_value, t.status]), [["Venue", "Hall B", "proposed"]]);
+    assert.notEqual(context.context_hash, empty.context_hash);
+  });
+
+  test("a room argument is a UUID (any case) or a room URL; anything else is invalid_uuid", async () => {
+    const { uuid } = await api.room();
+    for (const room of [uuid, uuid.toUpperCase(), `${server.url}/${uuid}`, `${server.url}/${uuid}?format=md`, `${server.url}/api/rooms/${uuid}/messages`, ` ${uuid} `]) {
+      assert.equal((await ok(mcp, "get_room", { room })).uuid, uuid, room);
+    }
+    const bad = await fails(mcp, "get_room", { room: "not-a-room" });
+    assert.equal(bad.code, "invalid_uuid");
+    assert.equal(bad.detail, (await api.get("/api/rooms/not-a-room")).body.detail, "the same sentence as REST");
+    assert.equal((await fails(mcp, "get_room", {})).code, "validation_error");
+  });
+
+  test("send_message and read_messages: anonymous and signed posts, cursors, tail and receipts", async () => {
+    const { uuid } = await api.room();
+    const first = await ok(mcp, "send_message", { room: uuid, agent_id: "alice", text: "Hello from MCP" });
+    assert.equal(first.auth, "anon");
+    assert.equal(first.receipt.seq, first.id);
+    assert.match(first.receipt.checkpoint, new RegExp(`/room/${uuid}\\n${first.id}\\n`));
+
+    const seed = crypto.randomBytes(32);
+    const payload = { text: "Signed answer", reply_to: first.id };
+    const signed = await ok(mcp, "send_message", { room: uuid, agent_id: "bob", text: "Signed answer", reply_to: first.id, sig: signFor(seed, uuid, "bob", payload) });
+    assert.equal(signed.auth, "signed");
+    assert.equal(signed.reply_to, first.id);
+    const pinned = await fails(mcp, "send_message", { room: uuid, agent_id: "bob", text: "unsigned now" });
+    assert.equal(pinned.code, "signature_required");
+
+    const page = await ok(mcp, "read_messages", { room: uuid, since: 0 });
+    assert.deepEqual(page.messages.map((m: any) => m.text), ["Hello from MCP", "Signed answer"]);
+    assert.equal(page.next_since, signed.id);
+    assert.equal(page.has_more, false);
+    assert.deepEqual(page, (await api.get(`/api/rooms/${uuid}/messages?since=0`)).body, "the same page as REST");
+
+    const limited = await ok(mcp, "read_messages", { room: uuid, since: 0, limit: 1 });
+    assert.equal(limited.messages.length, 1);
+    assert.equal(limited.has_more, true);
+    const tail = await ok(mcp, "read_messages", { room: uuid, tail: 1 });
+    assert.deepEqual(tail.messages.map((m: any) => m.id), [signed.id]);
+    const empty = await ok(mcp, "read_messages", { room: uuid, since: signed.id });
+    assert.deepEqual(empty.messages, []);
+    assert.equal(empty.next_since, signed.id);
+  });
+
+  test("read_messages with wait long-polls until another agent posts", async () => {
+    const { uuid } = await api.room();
+    const started = Date.now();
+    const waiting = ok(mcp, "read_messages", { room: uuid, since: 1, wait: 10 });
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal((await api.say(uuid, "carol", "anyone there?")).status, 201);
+    const page = await waiting;
+    assert.deepEqual(page.messages.map((m: any) => m.text), ["anyone there?"]);
+    assert.ok(Date.now() - started < 5_000, "woken by the post, not by the timeout");
+  });
+
+  test("verify_integrity is CLEAN for an honest room, with and without a kept checkpoint", async () => {
+    const { uuid } = await api.room();
+    const posted = await ok(mcp, "send_message", { room: uuid, agent_id: "alice", text: "one" });
+    await api.say(uuid, "bob", "two");
+    const plain = await ok(mcp, "verify_integrity", { room: uuid });
+    assert.equal(plain.verdict, "CLEAN", plain.explanation);
+    const kept = await ok(mcp, "verify_integrity", { room: uuid, checkpoint: posted.receipt.checkpoint });
+    assert.equal(kept.verdict, "CLEAN", kept.explanation);
+    const other = await api.room();
+    const foreign = await ok(mcp, "verify_integrity", { room: other.uuid, checkpoint: posted.receipt.checkpoint });
+    assert.notEqual(foreign.verdict, "CLEAN", "a checkpoint of another room never verifies");
+  });
+
+  test("errors are isError results with the REST code and sentence", async () => {
+    const unknown = await fails(mcp, "read_messages", { room: UNKNOWN_ROOM });
+    const rest = await api.get(`/api/rooms/${UNKNOWN_ROOM}/messages`);
+    assert.deepEqual(unknown, rest.body);
+    assert.equal(unknown.code, "room_not_found");
+    for (const name of ["get_room", "send_message", "get_context", "verify_integrity"]) {
+      assert.equal((await fails(mcp, name, { room: UNKNOWN_ROOM, agent_id: "a", text: "x" })).code, "room_not_found", name);
+    }
+
+    const { uuid } = await api.room();
+    const cases: [Record<string, unknown>, string][] = [
+      [{ agent_id: "a", text: "" }, "text"],
+      [{ agent_id: "a", text: "   " }, "text"],
+      [{ agent_id: "   ", text: "hi" }, "agent_id"],
+      [{ agent_id: "a", text: "x".repeat(10_001) }, "text"],
+      [{ agent_id: "a", text: 5 }, "text"],
+      [{ agent_id: "a", text: "hi", reply_to: 999 }, "reply_to"],
+      [{ agent_id: "a", text: "hi", sig: { pubkey_hex: "zz" } }, "sig"],
+    ];
+    for (const [args, field] of cases) {
+      const mcpError = await fails(mcp, "send_message", { room: uuid, ...args });
+      const restError = await api.say(uuid, args.agent_id as string, args.text as string, args);
+      assert.equal(mcpError.code, "validation_error", JSON.stringify(args));
+      assert.ok(mcpError.detail.startsWith(`${field}`), mcpError.detail);
+      assert.deepEqual(mcpError, restError.body, "the same code and detail as REST");
+    }
+    for (const args of [{ limit: 0 }, { since: -1 }, { tail: 501 }, { wait: 26 }, { since: "soon" }, { wait: true }]) {
+      assert.equal((await fails(mcp, "read_messages", { room: uuid, ...args })).code, "validation_error", JSON.stringify(args));
+    }
+    assert.equal((await fails(mcp, "create_room", { description: "x".repeat(501) })).code, "validation_error");
+    assert.equal((await fails(mcp, "create_room", { protocol_mode: "premium" })).code, "arbiter_unavailable");
+    assert.equal((await fails(mcp, "list_rooms", { sort: "random" })).code, "validation_error");
+    assert.equal((await fails(mcp, "verify_integrity", { room: uuid, checkpoint: 7 })).code, "validation_error");
+    assert.equal((await api.get(`/api/rooms/${uuid}`)).body.message_count, 0, "failed calls stored nothing");
+
+    await assert.rejects(mcp.callTool({ name: "delete_everything", arguments: {} }), /Unknown tool/);
+  });
+});
+
+describe("MCP transport", () => {
+  let server: RunningServer;
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(() => server.close());
+
+  test("GET and DELETE /mcp answer 405 with Allow: POST and a JSON body", async () => {
+    for (const method of ["GET", "DELETE"]) {
+      const res = await fetch(`${server.url}/mcp`, { method, headers: { accept: "text/event-stream" } });
+      assert.equal(res.status, 405, method);
+      assert.equal(res.headers.get("allow"), "POST");
+      assert.match(res.headers.get("content-type")!, /^application\/json/);
+      const body = await res.json();
+      assert.match(body.error.message, /POST/);
+    }
+  });
+
+  test("no OAuth metadata: /.well-known/* and unknown /mcp paths are JSON 404s", async () => {
+    for (const path of ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration", "/mcp/sse", "/mcp/messages"]) {
+      const res = await fetch(server.url + path);
+      assert.equal(res.status, 404, path);
+      assert.match(res.headers.get("content-type")!, /^application\/json/, path);
+      assert.equal((await res.json()).code, "not_found", path);
+    }
+  });
+
+  test("JSON responses by default, an event stream when the client ranks it first", async () => {
+    const list = { jsonrpc: "2.0", id: 7, method: "tools/list" };
+    const json = await rpc(server, list);
+    assert.match(json.headers.get("content-type")!, /^application\/json/);
+    assert.equal((await json.json()).result.tools.length, TOOL_NAMES.length);
+
+    const sse = await rpc(server, list, "text/event-stream, application/json;q=0.5");
+    assert.equal(sse.status, 200);
+    assert.match(sse.headers.get("content-type")!, /^text\/event-stream/);
+    const text = await sse.text();
+    const data = text.split("\n").find((l) => l.startsWith("data: "))!;
+    assert.equal(JSON.parse(data.slice(6)).result.tools.length, TOOL_NAMES.length);
+  });
+
+  test("bad requests: not JSON, missing Accept, oversized body", async () => {
+    const notJson = await fetch(`${server.url}/mcp`, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: "{nope" });
+    assert.equal(notJson.status, 400);
+    assert.equal((await notJson.json()).error.code, -32700);
+
+    const noAccept = await rpc(server, { jsonrpc: "2.0", id: 1, method: "tools/list" }, "application/json");
+    assert.equal(noAccept.status, 406);
+
+    const big = await rpc(server, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "send_message", arguments: { text: "x".repeat(70_000) } } });
+    assert.equal(big.status, 413);
+    assert.equal((await big.json()).code, "payload_too_large");
+  });
+
+  test("URLs in tool output use PARLEY_PUBLIC_URL when it is set", async () => {
+    const pub = await startTestServer({ PARLEY_PUBLIC_URL: "https://parley.example" });
+    const mcp = await connect(pub);
+    try {
+      const created = await ok(mcp, "create_room", {});
+      assert.equal(created.url, `https://parley.example/${created.uuid}`);
+      const info = await ok(mcp, "get_room", { room: created.url });
+      assert.match(info.head.checkpoint, /^parley\.example\/room\//);
+    } finally {
+      await mcp.close();
+      await pub.close();
+    }
+  });
+});
+
+describe("MCP shares the service's rules with REST", () => {
+  test("an expired room answers room_expired on every tool", async () => {
+    const clock = new ManualClock();
+    const server = await startTestServer({ PARLEY_ROOM_IDLE_TTL: "72h" }, { clock });
+    const mcp = await connect(server);
+    try {
+      const { uuid } = await ok(mcp, "create_room", {});
+      await ok(mcp, "send_message", { room: uuid, agent_id: "a", text: "before" });
+      clock.advance(72 * 3_600_000 + 1);
+      for (const name of ["get_room", "read_messages", "send_message", "get_context", "verify_integrity"]) {
+        const err = await fails(mcp, name, { room: uuid, agent_id: "a", text: "after" });
+        assert.equal(err.code, "room_expired", name);
+        assert.match(err.detail, /Stop polling/);
+      }
+    } finally {
+      await mcp.close();
+      await server.close();
+    }
+  });
+
+  test("the message cap holds across MCP and REST: room_full", async () => {
+    const server = await startTestServer({ PARLEY_ROOM_MESSAGE_CAP: "3" });
+    const mcp = await connect(server);
+    const api = client(server.url);
+    try {
+      const { uuid } = await api.room();
+      await ok(mcp, "send_message", { room: uuid, agent_id: "a", text: "1" });
+      assert.equal((await api.say(uuid, "b", "2")).status, 201);
+      // Concurrent posts over MCP cannot overshoot the cap either.
+      const results = await Promise.all([0, 1, 2, 3].map((i) => call(mcp, "send_message", { room: uuid, agent_id: `c${i}`, text: "race" })));
+      assert.equal(results.filter((r) => !r.isError).length, 1);
+      for (const r of results.filter((x) => x.isError)) assert.equal(JSON.parse(r.content[0]!.text).code, "room_full");
+      const rest = await api.say(uuid, "d", "4");
+      assert.equal(rest.status, 429);
+      assert.deepEqual(await fails(mcp, "send_message", { room: uuid, agent_id: "a", text: "5" }), rest.body);
+      assert.equal((await api.get(`/api/rooms/${uuid}`)).body.message_count, 3);
+    } finally {
+      await mcp.close();
+      await server.close();
+    }
+  });
+
+  test("posts over MCP and REST share the per-(room, agent) rate limit", async () => {
+    const server = await startTestServer({ PARLEY_RATE_AGENT_POSTS_PER_MINUTE: "2" });
+    const mcp = await connect(server);
+    const api = client(server.url);
+    try {
+      const { uuid } = await api.room();
+      assert.equal((await api.say(uuid, "ann", "rest 1")).status, 201);
+      await ok(mcp, "send_message", { room: uuid, agent_id: "ann", text: "mcp 1" });
+      const limited = await fails(mcp, "send_message", { room: uuid, agent_id: "ann", text: "mcp 2" });
+      assert.equal(limited.code, "rate_limited");
+      assert.ok((limited.retry_after ?? 0) >= 1, "retry_after in seconds");
+      const rest = await api.say(uuid, "ann", "rest 2");
+      assert.equal(rest.status, 429, "the same bucket for REST");
+      assert.equal(rest.body.code, "rate_limited");
+      await ok(mcp, "send_message", { room: uuid, agent_id: "bo", text: "another agent has its own bucket" });
+      assert.equal((await api.get(`/api/rooms/${uuid}`)).body.message_count, 3, "limited posts stored nothing");
+    } finally {
+      await mcp.close();
+      await server.close();
+    }
+  });
+
+  test("posts over MCP and REST share the per-client rate limit", async () => {
+    const server = await startTestServer({ PARLEY_RATE_POSTS_PER_MINUTE: "3" });
+    const mcp = await connect(server);
+    const api = client(server.url);
+    try {
+      const { uuid } = await api.room();
+      assert.equal((await api.say(uuid, "a", "1")).status, 201);
+      await ok(mcp, "send_message", { room: uuid, agent_id: "b", text: "2" });
+      assert.equal((await api.say(uuid, "c", "3")).status, 201);
+      assert.equal((await fails(mcp, "send_message", { room: uuid, agent_id: "d", text: "4" })).code, "rate_limited");
+      assert.equal((await api.say(uuid, "e", "5")).status, 429);
+    } finally {
+      await mcp.close();
+      await server.close();
+    }
+  });
+
+  test("room creation and reads over MCP take from the same budgets as REST", async () => {
+    const server = await startTestServer({ PARLEY_RATE_ROOMS_PER_HOUR: "2", PARLEY_RATE_REQUESTS_PER_MINUTE: "12" });
+    const mcp = await connect(server);
+    const api = client(server.url);
+    try {
+      const { uuid } = await ok(mcp, "create_room", {});
+      assert.equal((await api.post("/api/rooms", {})).status, 201);
+      assert.equal((await fails(mcp, "create_room", {})).code, "rate_limited");
+      assert.equal((await api.post("/api/rooms", {})).status, 429);
+
+      let calls = 0;
+      let last: Result | undefined;
+      while (calls < 20) {
+        calls++;
+        last = await call(mcp, "get_room", { room: uuid });
+        if (last.isError) break;
+      }
+      assert.equal(last?.isError, true, "reads over MCP are limited");
+      assert.equal(JSON.parse(last!.content[0]!.text).code, "rate_limited");
+      assert.ok(calls <= 12);
+      const rest = await api.get(`/api/rooms/${uuid}`);
+      assert.equal(rest.status, 429, "and the budget is the one REST reads use");
+      assert.ok(Number(rest.headers.get("retry-after")) >= 1);
+    } finally {
+      await mcp.close();
+      await server.close();
+    }
+  });
+});
