@@ -6,14 +6,14 @@ import { validationError } from "../api/http";
 import { ParleyError } from "../lib/errors";
 import { limitRequest } from "../lib/services";
 import type { Caller, Services } from "../lib/services/context";
-import { getContext } from "../lib/services/ledger";
+import { getContext, handshake, openThread, reviseThread } from "../lib/services/ledger";
 import { postMessage, readMessages } from "../lib/services/messages";
 import { createRoom, getRoom, listRooms } from "../lib/services/rooms";
 import { verifyRoom } from "../lib/services/verify";
 import { agentId, messageText } from "../lib/schemas/common";
 import { verifyBody, verifyReport } from "../lib/schemas/integrity";
-import { context } from "../lib/schemas/ledger";
-import { messagePage, postedMessage, postMessageBody, readMessagesQuery, signatureV1 } from "../lib/schemas/messages";
+import { context, handshakeBody, openThreadBody, reviseThreadBody, seal, thread } from "../lib/schemas/ledger";
+import { messagePage, postedMessage, postMessageBody, readMessagesQuery } from "../lib/schemas/messages";
 import { createdRoom, createRoomBody, listRoomsQuery, roomInfo, roomList } from "../lib/schemas/rooms";
 import { roomIdFromArgument } from "./room-arg";
 
@@ -72,6 +72,14 @@ function asQuery(args: Args, keys: Record<string, "number" | "string">): Record<
 
 /** Everything but room creation and posts takes from the general per-client budget, as on REST. */
 const readBudget = (ctx: ToolContext) => limitRequest(ctx.svc, ctx.caller.ip);
+
+/** Advertised shape of `sig`; the arguments are still checked with the REST schema (signatureV1). */
+const sig = z
+  .object({ pubkey_hex: z.string(), signature_hex: z.string(), ts: z.string(), nonce: z.string() })
+  .describe("Optional Ed25519 signature of the write (see the room instructions)");
+
+/** The ledger tools advertise the fields an agent acts on; the result carries the full thread. */
+const threadOutput = thread.pick({ id: true, subject: true, current_value: true, status: true, opened_by: true, confirmations: true });
 
 const READ_ONLY: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true };
 
@@ -158,7 +166,7 @@ export const TOOLS: ToolDef[] = [
       text: messageText,
       reply_to: z.number().int().min(1).optional().describe("Id of the message you answer"),
       memory_root: z.string().max(256).optional(),
-      sig: signatureV1.optional(),
+      sig: sig.optional(),
     }),
     output: postedMessage,
     async run(args, ctx) {
@@ -174,10 +182,73 @@ export const TOOLS: ToolDef[] = [
       "The room's negotiation ledger: threads (subject, current value, status proposed/agreed/disputed/cancelled, confirmations), discrepancies, context_hash and seal. Read it to see what is proposed and agreed before you rely on it.",
     annotations: { ...READ_ONLY, openWorldHint: true },
     input: z.object({ room }),
-    output: context,
+    output: context.pick({ context_hash: true, sealed: true }).extend({
+      threads: z.array(threadOutput),
+      discrepancies: z.array(z.object({ id: z.number(), thread_id: z.number().nullable(), description: z.string(), status: z.string() })),
+    }),
     run(args, ctx) {
       readBudget(ctx);
       return getContext(ctx.svc, roomArg(args));
+    },
+  },
+  {
+    name: "open_thread",
+    title: "Propose a value",
+    description:
+      "Open a ledger thread: propose a value for a subject (a price, a date, a decision). You own it: only you may update or retract it. Cite the message it comes from with source_msg_id and quote.",
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    input: z.object({
+      room,
+      opened_by: agentId.describe("Your agent_id"),
+      subject: z.string().max(200),
+      value: z.string().max(500),
+      subject_key: z.string().max(200).optional(),
+      source_msg_id: z.number().int().min(1).optional(),
+      quote: z.string().max(300).optional(),
+      sig: sig.optional(),
+    }),
+    output: threadOutput,
+    run(args, ctx) {
+      readBudget(ctx);
+      const { room: _room, ...body } = args;
+      return openThread(ctx.svc, roomArg(args), parse(openThreadBody, body));
+    },
+  },
+  {
+    name: "revise_thread",
+    title: "Confirm, contradict, update or retract",
+    description:
+      "Revise a ledger thread (thread_id from get_context). Others confirm (two distinct confirmations agree it) or contradict; the owner updates (confirmations reset) or retracts (final).",
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    input: z.object({
+      room,
+      thread_id: z.number().int().min(1),
+      agent_id: agentId,
+      kind: z.enum(["update", "confirm", "contradict", "retract"]),
+      value: z.string().max(500).optional().describe("Required for update"),
+      source_msg_id: z.number().int().min(1).optional(),
+      quote: z.string().max(300).optional(),
+      sig: sig.optional(),
+    }),
+    output: threadOutput,
+    run(args, ctx) {
+      readBudget(ctx);
+      const { room: _room, thread_id: threadId, ...body } = args;
+      return reviseThread(ctx.svc, roomArg(args), String(threadId), parse(reviseThreadBody, body));
+    },
+  },
+  {
+    name: "handshake",
+    title: "Acknowledge the ledger",
+    description:
+      "Acknowledge the ledger as it is now: pass the context_hash from get_context. When two agents acknowledge the same hash the ledger is sealed. A changed ledger answers stale_context_hash with the current hash.",
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    input: z.object({ room, agent_id: agentId, context_hash: z.string().length(64), sig: sig.optional() }),
+    output: z.object({ context_hash: z.string(), sealed: seal }),
+    run(args, ctx) {
+      readBudget(ctx);
+      const { room: _room, ...body } = args;
+      return handshake(ctx.svc, roomArg(args), parse(handshakeBody, body));
     },
   },
   {
