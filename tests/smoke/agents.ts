@@ -15,7 +15,8 @@ const run = promisify(execFile);
 const started = Date.now();
 const log = (who: string, what: string) => console.log(`[${((Date.now() - started) / 1000).toFixed(2).padStart(6)}s] ${who.padEnd(8)} ${what}`);
 
-const server = await startTestServer();
+// Two negotiators: one confirmation from the other side agrees a thread.
+const server = await startTestServer({ PARLEY_AGREE_QUORUM: "1" });
 const home = tempDir("parley-smoke-");
 let mcp: Client | undefined;
 
@@ -81,16 +82,29 @@ try {
   assert.deepEqual(seen.messages.map((m: any) => m.id), [b1.id, a2.id]);
   const b2 = await builder(["send", room.url, "--reply-to", String(a2.id), "Confirmed: freeze 5 March, release 14 March. Done on my side."]);
 
-  // 7. Both verify the history against the receipts they kept.
+  // 7. The agreement goes into the ledger: A proposes it as a thread citing its message, B (signed)
+  //    confirms it, both acknowledge the same context_hash, and the ledger is sealed.
+  const thread = await planner("open_thread", { room: room.uuid, opened_by: "planner", subject: "Release date of v2", value: "14 March (code freeze 5 March)", source_msg_id: a2.id, quote: "release v2 on 14 March" });
+  assert.equal(thread.status, "proposed");
+  const confirmed = await builder(["revise", room.url, "--thread", String(thread.id), "--kind", "confirm", "--source", String(b2.id), "--quote", "Confirmed: freeze 5 March, release 14 March."]);
+  assert.equal(confirmed.status, "agreed");
+  const { context_hash } = await planner("get_context", { room: room.uuid });
+  await planner("handshake", { room: room.uuid, agent_id: "planner", context_hash });
+  const sealed = await builder(["handshake", room.url]);
+  assert.deepEqual(sealed.sealed?.agents, ["builder", "planner"]);
+  log("builder", `ledger sealed on ${sealed.context_hash.slice(0, 16)}… by ${sealed.sealed.agents.join(" and ")}`);
+  assert.equal((await builder(["context", room.url, "--json"])).context_hash, context_hash, "both see the same ledger");
+
+  // 8. Both verify the history against the receipts they kept.
   const aReport = await planner("verify_integrity", { room: room.uuid, checkpoint: a2.receipt.checkpoint });
   log("planner", `verify_integrity with its receipt (seq ${a2.receipt.seq}): ${aReport.verdict}`);
   assert.equal(aReport.verdict, "CLEAN", aReport.explanation);
   const bReport = await builder(["verify", room.url]);
-  log("builder", `verify with its saved receipt (seq ${b2.receipt.seq}): ${bReport.verdict}`);
+  log("builder", `verify with its saved receipt: ${bReport.verdict} (${bReport.details.agent_signatures} agent signatures, ${bReport.details.projections.threads} thread)`);
   assert.equal(bReport.verdict, "CLEAN", bReport.explanation);
 
   const ledger = await planner("get_context", { room: room.uuid });
-  log("planner", `get_context: ${ledger.threads.length} thread(s), context_hash ${ledger.context_hash.slice(0, 16)}…`);
+  log("planner", `get_context: ${ledger.threads.map((t: any) => `#${t.id} ${t.subject} = ${t.current_value} [${t.status}]`).join("; ")}, sealed by ${ledger.sealed.agents.join(", ")}`);
 
   // ---- transcript
   const all = await planner("read_messages", { room: room.uuid, since: 0 });
@@ -102,7 +116,6 @@ try {
   }
   console.log("-".repeat(72));
   console.log(`Verdicts: planner ${aReport.verdict}, builder ${bReport.verdict}. ${aReport.explanation}`);
-  console.log("Not exercised yet: opening and confirming threads and handshakes. The ledger is on REST, but the MCP tools (open_thread, revise_thread) and the skill script's ledger commands do not exist yet.");
   console.log(`smoke:agents passed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 } catch (err) {
   console.error(`smoke:agents FAILED: ${err instanceof Error ? err.message : String(err)}`);

@@ -20,6 +20,15 @@ Usage: node parley.mjs <command> [room] [options]
   send   [room] --agent NAME [--key FILE] [--reply-to N] [--memory-root S] [--] TEXT
                                         post TEXT (or stdin when TEXT is "-" or absent);
                                         with a key the message is signed; the receipt is saved
+  context [room] [--json]               the negotiation ledger: threads, status, context_hash, seal
+  propose [room] --agent NAME [--key FILE] --subject S --value V [--source N] [--quote Q]
+                                        open a ledger thread (you own it)
+  revise [room] --agent NAME [--key FILE] --thread N --kind confirm|contradict|update|retract
+         [--value V] [--source N] [--quote Q]
+                                        revise a thread (others confirm/contradict; the owner
+                                        updates/retracts)
+  handshake [room] --agent NAME [--key FILE]
+                                        acknowledge the ledger as it is now (its context_hash)
   create [server-url] [--description TEXT] [--public]
                                         create a room; prints its url and owner_token
   verify [room] [--checkpoint FILE]     check the room's history against the last saved
@@ -28,7 +37,8 @@ Usage: node parley.mjs <command> [room] [options]
 
 room: a room URL (https://host/<uuid>) or its UUID; default PARLEY_ROOM. A bare UUID needs
 PARLEY_URL (the server, e.g. https://parley.example) unless this tool has seen the room before.
-Environment: PARLEY_ROOM, PARLEY_URL, PARLEY_AGENT (for send), PARLEY_KEY (key file for send),
+Environment: PARLEY_ROOM, PARLEY_URL, PARLEY_AGENT and PARLEY_KEY (your name and key file for
+send, propose, revise, handshake),
 PARLEY_STATE (state file, default ~/.parley/state.json: cursor and last receipt per room).
 
 Exit codes: 0 ok; 1 verify did not say CLEAN (REFUTED; 6 for INCONCLUSIVE); 2 usage error;
@@ -54,6 +64,7 @@ const FLAGS = {
   since: "value", limit: "value", tail: "value", timeout: "value", agent: "value", key: "value",
   "reply-to": "value", "memory-root": "value", description: "value", checkpoint: "value", out: "value",
   url: "value", json: "bool", public: "bool", force: "bool", help: "bool",
+  subject: "value", value: "value", source: "value", quote: "value", thread: "value", kind: "value",
 };
 
 function parseArgs(argv) {
@@ -248,15 +259,32 @@ function loadKey(file) {
   return { privateKey, pubkeyHex: pubkey.toString("hex"), keyRef: crypto.createHash("sha256").update(pubkey).digest("hex").slice(0, 16) };
 }
 
-function sign(key, room, actor, payload) {
+function sign(key, room, actor, payload, type = "message.posted") {
   const ts = new Date().toISOString();
   const nonce = crypto.randomBytes(16).toString("hex");
-  const envelope = canonicalize({ v: 1, room, type: "message.posted", actor, payload, ts, nonce });
+  const envelope = canonicalize({ v: 1, room, type, actor, payload, ts, nonce });
   const signature = crypto.sign(null, Buffer.from(envelope, "utf8"), key.privateKey);
   return { pubkey_hex: key.pubkeyHex, signature_hex: signature.toString("hex"), ts, nonce };
 }
 
 // ---------- commands ----------
+
+function agentOf(opts, command) {
+  const agent = (opts.agent ?? process.env.PARLEY_AGENT ?? "").trim();
+  if (!agent) throw usage(`${command} needs --agent NAME (or PARLEY_AGENT): your stable name in the room.`);
+  return agent;
+}
+
+/** A ledger write: the body is the payload's fields plus `extra`; signed when a key is given. */
+async function ledgerWrite(room, opts, type, agent, payload, url, extra) {
+  const keyFile = opts.key ?? process.env.PARLEY_KEY;
+  const { thread_id: _t, ...fields } = payload;
+  const body = { ...fields, ...extra };
+  if (keyFile) body.sig = sign(loadKey(keyFile), room.uuid, agent, payload, type);
+  const result = await call("POST", url, body);
+  if (result.receipt) updateRoomState(room.uuid, { origin: room.origin, receipt: result.receipt });
+  return result;
+}
 
 async function readStdin() {
   const chunks = [];
@@ -315,6 +343,54 @@ const commands = {
     const message = await call("POST", `${room.api}/messages`, body);
     updateRoomState(room.uuid, { origin: room.origin, receipt: message.receipt });
     print({ id: message.id, agent_id: message.agent_id, auth: message.auth, key_ref: message.key_ref, receipt: { seq: message.receipt.seq, leaf_hash: message.receipt.leaf_hash } });
+  },
+
+  async context(positional, opts) {
+    const room = resolveRoom(positional);
+    const ctx = await call("GET", `${room.api}/context`);
+    if (opts.json) return print(ctx);
+    for (const t of ctx.threads) {
+      const confirmed = t.confirmations.map((c) => c.agent_id).join(", ");
+      print(`#${t.id} [${t.status}] ${t.subject}: ${t.current_value} (owner ${t.opened_by}${confirmed ? `; confirmed by ${confirmed}` : ""})`);
+    }
+    for (const d of ctx.discrepancies) print(`! discrepancy #${d.id} [${d.status}] ${d.description}`);
+    print(`context_hash ${ctx.context_hash}${ctx.sealed ? ` sealed by ${ctx.sealed.agents.join(", ")}` : " (not sealed)"}`);
+  },
+
+  async propose(positional, opts) {
+    const room = resolveRoom(positional);
+    const agent = agentOf(opts, "propose");
+    if (!opts.subject || !opts.value) throw usage("propose needs --subject and --value.");
+    const payload = { subject: opts.subject, value: opts.value };
+    const source = numOpt(opts, "source", 1);
+    if (source !== undefined) payload.source_msg_id = source;
+    if (opts.quote !== undefined) payload.quote = opts.quote;
+    const thread = await ledgerWrite(room, opts, "thread.opened", agent, payload, `${room.api}/claims`, { opened_by: agent });
+    print({ id: thread.id, status: thread.status, subject: thread.subject, current_value: thread.current_value });
+  },
+
+  async revise(positional, opts) {
+    const room = resolveRoom(positional);
+    const agent = agentOf(opts, "revise");
+    const threadId = numOpt(opts, "thread", 1);
+    if (threadId === undefined || !["confirm", "contradict", "update", "retract"].includes(opts.kind)) {
+      throw usage("revise needs --thread N and --kind confirm|contradict|update|retract.");
+    }
+    const payload = { thread_id: threadId, kind: opts.kind };
+    if (opts.value !== undefined) payload.value = opts.value;
+    const source = numOpt(opts, "source", 1);
+    if (source !== undefined) payload.source_msg_id = source;
+    if (opts.quote !== undefined) payload.quote = opts.quote;
+    const thread = await ledgerWrite(room, opts, "thread.revised", agent, payload, `${room.api}/claims/${threadId}/revisions`, { agent_id: agent });
+    print({ id: thread.id, status: thread.status, current_value: thread.current_value, confirmations: thread.confirmations.map((c) => c.agent_id) });
+  },
+
+  async handshake(positional, opts) {
+    const room = resolveRoom(positional);
+    const agent = agentOf(opts, "handshake");
+    const { context_hash } = await call("GET", `${room.api}/context`);
+    const result = await ledgerWrite(room, opts, "handshake.signed", agent, { context_hash }, `${room.api}/handshake`, { agent_id: agent, context_hash });
+    print({ context_hash: result.context_hash, sealed: result.sealed });
   },
 
   async create(positional, opts) {
