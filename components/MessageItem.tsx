@@ -29,10 +29,11 @@ export function Clock({ iso }: { iso: string }) {
   );
 }
 
-export const MessageItem = memo(function MessageItem({ message: m }: { message: Message }) {
+/** `flash`: briefly highlighted, when another panel jumped to this message. */
+export const MessageItem = memo(function MessageItem({ message: m, flash = false }: { message: Message; flash?: boolean }) {
   const hue = agentHue(m.agent_id);
   return (
-    <li className="msg" id={`m${m.id}`} style={{ "--hue": hue } as React.CSSProperties}>
+    <li className={flash ? "msg msg-flash" : "msg"} id={`m${m.id}`} style={{ "--hue": hue } as React.CSSProperties}>
       <span className="avatar" aria-hidden="true">
         {Array.from(m.agent_id.trim())[0]?.toUpperCase() ?? "?"}
       </span>

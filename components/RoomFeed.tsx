@@ -4,15 +4,13 @@ import { useEffect, useLayoutEffect, useRef, useState } from "react";
 import type { Message } from "./types";
 import { plural } from "./format";
 import { Clock, MessageItem } from "./MessageItem";
+import { useRoomEventBus, type RevealResult, type RoomEvent } from "./RoomEvents";
 
 type Entry = { kind: "message"; seq: number; message: Message } | { kind: "system"; seq: number; ts: string; text: string };
 type Connection = "connecting" | "live" | "reconnecting" | "ended";
 
 /** The part of an SSE frame's data the feed reads: the log event, plus the message of a message.posted. */
-interface LogEventData {
-  seq: number;
-  ts: string;
-  type: string;
+interface LogEventData extends RoomEvent {
   message?: Message;
 }
 
@@ -22,6 +20,10 @@ const PAGE = 50;
 const WINDOW = 200;
 /** Live messages beyond this drop the oldest from the page: the feed never renders the whole room. */
 const MAX_ENTRIES = 400;
+/** How far back (in seqs) "jump to message" loads the feed by itself; further back, the reader pages. */
+const MAX_REVEAL_SPAN = 300;
+/** How long a message brought into view stays highlighted (ms). */
+const FLASH_MS = 2400;
 
 const SYSTEM_TEXT: Record<string, string> = {
   "room.closed": "The owner closed the room. It is read-only now.",
@@ -127,6 +129,16 @@ export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, me
   const cursor = useRef(headSeq);
   /** The highest message seq counted in `count`, so a redelivered message is not counted twice. */
   const counted = useRef(headSeq);
+  /** Other panels get every event of our stream through the page's bus (one EventSource per page). */
+  const bus = useRoomEventBus();
+  /** A message to bring into view once the entries just loaded are rendered. */
+  const revealTarget = useRef<number | null>(null);
+  const [flash, setFlash] = useState<number | null>(null);
+  const revealNow = useRef<((id: number) => boolean) | null>(null);
+  const latest = useRef({ entries, hasOlder });
+  useEffect(() => {
+    latest.current = { entries, hasOlder };
+  });
 
   useEffect(() => {
     let source: EventSource | undefined;
@@ -157,6 +169,7 @@ export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, me
         setStatus(event.type === "room.closed" ? "closed" : "open");
         setEntries((list) => merge(list, [{ kind: "system", seq: event.seq, ts: event.ts, text: SYSTEM_TEXT[event.type]! }]));
       }
+      bus?.publish(event);
     };
 
     const connect = () => {
@@ -169,7 +182,7 @@ export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, me
         // is gone, else open a new stream from our own cursor.
         if (source?.readyState === EventSource.CLOSED) void recover();
       };
-      for (const type of LIVE_TYPES) source.addEventListener(type, onEvent as EventListener);
+      for (const type of new Set([...LIVE_TYPES, ...(bus?.extraTypes ?? [])])) source.addEventListener(type, onEvent as EventListener);
     };
 
     const recover = async () => {
@@ -209,12 +222,59 @@ export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, me
       clearTimeout(expiry);
       source?.close();
     };
-  }, [roomId, expiresAt]);
+  }, [roomId, expiresAt, bus]);
+
+  // "Jump to message" from other panels: scroll to a message of the feed, loading the messages
+  // between it and the oldest one shown when it is not far back (the feed stays contiguous, so
+  // "Load older messages" goes on from there).
+  useEffect(() => {
+    if (!bus) return;
+    const show = (id: number) => {
+      const el = document.getElementById(`m${id}`);
+      if (!el) return false;
+      el.scrollIntoView({ block: "center" });
+      setFlash(id);
+      return true;
+    };
+    bus.setRevealer(async (id: number): Promise<RevealResult> => {
+      const { entries: list, hasOlder: older } = latest.current;
+      if (list.some((e) => e.kind === "message" && e.seq === id)) return show(id) ? { ok: true } : { ok: false, reason: `Message #${id} is not rendered.` };
+      const oldest = list[0]?.seq;
+      if (oldest === undefined || id > oldest || !older) return { ok: false, reason: `Message #${id} is not in this room's feed.` };
+      if (oldest - id > MAX_REVEAL_SPAN) {
+        return { ok: false, reason: `Message #${id} is far back in the room: use “Load older messages” in the feed to reach it.` };
+      }
+      try {
+        const res = await fetch(`/api/rooms/${roomId}/messages?since=${id - 1}&limit=${oldest - id}`);
+        if (!res.ok) return { ok: false, reason: await errorDetail(res) };
+        const page = (await res.json()) as { messages: Message[] };
+        const messages = page.messages.filter((m) => m.id < oldest);
+        if (!messages.some((m) => m.id === id)) return { ok: false, reason: `Message #${id} is not in this room's feed.` };
+        revealTarget.current = id;
+        setEntries((current) => merge(current, messages.map(messageEntry)));
+        return { ok: true };
+      } catch (err) {
+        return { ok: false, reason: err instanceof Error ? err.message : String(err) };
+      }
+    });
+    revealNow.current = show;
+    return () => bus.setRevealer(null);
+  }, [bus, roomId]);
+
+  useEffect(() => {
+    if (flash === null) return;
+    const timer = setTimeout(() => setFlash(null), FLASH_MS);
+    return () => clearTimeout(timer);
+  }, [flash]);
 
   useLayoutEffect(() => {
     const el = scroller.current;
     if (!el) return;
-    if (anchor.current !== null) {
+    if (revealTarget.current !== null) {
+      const id = revealTarget.current;
+      revealTarget.current = null;
+      revealNow.current?.(id);
+    } else if (anchor.current !== null) {
       el.scrollTop += el.scrollHeight - anchor.current;
       anchor.current = null;
     } else if (atBottom.current) {
@@ -288,7 +348,7 @@ export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, me
           <ol className="messages">
             {entries.map((e) =>
               e.kind === "message" ? (
-                <MessageItem key={e.seq} message={e.message} />
+                <MessageItem key={e.seq} message={e.message} flash={flash === e.seq} />
               ) : (
                 <li key={e.seq} className="system-line">
                   <Clock iso={e.ts} /> {e.text}

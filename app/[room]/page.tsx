@@ -2,12 +2,16 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
 import { IntegrityPanel } from "../../components/IntegrityPanel";
+import { LedgerPanel } from "../../components/LedgerPanel";
+import { RoomEventsProvider } from "../../components/RoomEvents";
 import { RoomFeed } from "../../components/RoomFeed";
 import { RoomHeader } from "../../components/RoomHeader";
 import { shortId } from "../../components/format";
 import { roomMarkdown } from "../../lib/instructions";
+import { getContext } from "../../lib/services/ledger";
 import { readMessages } from "../../lib/services/messages";
 import { getRoom } from "../../lib/services/rooms";
+import type { Services } from "../../lib/services/context";
 import { errorCode, pageContext } from "../_lib/context";
 
 type Props = { params: Promise<{ room: string }> };
@@ -24,6 +28,21 @@ async function load(id: string) {
     if (errorCode(err) === "room_not_found" || errorCode(err) === "invalid_uuid") notFound();
     throw err;
   }
+}
+
+/**
+ * The quorum the room was created with (its room.created event keeps it), else the server's.
+ * GET /context does not report it; the ledger panel uses it to say how many confirmations are missing.
+ */
+function roomQuorum(svc: Services, uuid: string): number {
+  const created = svc.store.listEvents(uuid, 0, 1)[0];
+  try {
+    const quorum = created ? (JSON.parse(created.server) as { agree_quorum?: unknown }).agree_quorum : undefined;
+    if (typeof quorum === "number" && quorum > 0) return quorum;
+  } catch {
+    /* not JSON: use the server's */
+  }
+  return svc.config.agreeQuorum;
 }
 
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
@@ -47,6 +66,9 @@ export default async function RoomPage({ params }: Props) {
   // The live stream starts after head.size; a message posted between these two reads comes
   // both in this page and on the stream, and the feed drops the second copy by its id.
   const page = await readMessages(svc, room.uuid, { tail: INITIAL_MESSAGES, limit: INITIAL_MESSAGES });
+  // Read after head.size, like the messages: a ledger change in between is on the stream too, and
+  // the panel's re-read covers it.
+  const ledger = getContext(svc, room.uuid);
   const instructions = roomMarkdown({
     url: room.url,
     uuid: room.uuid,
@@ -66,16 +88,21 @@ export default async function RoomPage({ params }: Props) {
         </p>
         <pre>{instructions}</pre>
       </details>
-      <RoomFeed
-        key={room.uuid}
-        roomId={room.uuid}
-        initialMessages={page.messages}
-        initialHasOlder={page.has_more}
-        headSeq={room.head.size}
-        messageCount={room.message_count}
-        status={room.status}
-        expiresAt={room.expires_at}
-      />
+      {/* One event stream per page: the feed opens it and shares its events with the ledger panel. */}
+      <RoomEventsProvider key={room.uuid}>
+        <div className="watcher-grid">
+          <RoomFeed
+            roomId={room.uuid}
+            initialMessages={page.messages}
+            initialHasOlder={page.has_more}
+            headSeq={room.head.size}
+            messageCount={room.message_count}
+            status={room.status}
+            expiresAt={room.expires_at}
+          />
+          <LedgerPanel roomId={room.uuid} initialContext={ledger} arbiterConfigured={svc.config.arbiterConfigured} quorum={roomQuorum(svc, room.uuid)} />
+        </div>
+      </RoomEventsProvider>
       <IntegrityPanel key={`integrity-${room.uuid}`} roomId={room.uuid} headSize={room.head.size} />
     </div>
   );

@@ -1,0 +1,93 @@
+"use client";
+
+import { createContext, useContext, useEffect, useRef, useState, type ReactNode } from "react";
+
+/**
+ * The watcher's in-page event bus. The feed owns the page's one EventSource and publishes every
+ * event it receives here; other panels (the ledger) subscribe instead of opening a second stream.
+ * Panels can also ask the feed to bring a message into view (`reveal`).
+ */
+
+/** The part of an SSE frame's data every subscriber can rely on: the log event. */
+export interface RoomEvent {
+  seq: number;
+  ts: string;
+  type: string;
+  actor?: string;
+  payload?: Record<string, unknown>;
+}
+
+/** Ledger event types (SPEC 5), plus the arbiter's bookkeeping events that change `/context`. */
+export const LEDGER_EVENT_TYPES = [
+  "thread.opened",
+  "thread.revised",
+  "discrepancy.recorded",
+  "discrepancy.resolved",
+  "handshake.signed",
+  "arbiter.extracted",
+  "arbiter.failed",
+] as const;
+
+export type RevealResult = { ok: true } | { ok: false; reason: string };
+type Revealer = (messageId: number) => Promise<RevealResult>;
+type Listener = (event: RoomEvent) => void;
+
+export class RoomEventBus {
+  private readonly listeners = new Set<Listener>();
+  private revealer: Revealer | null = null;
+
+  /** Event types the stream owner must listen for on behalf of subscribers (EventSource has no wildcard). */
+  readonly extraTypes: readonly string[] = LEDGER_EVENT_TYPES;
+
+  subscribe(listener: Listener): () => void {
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
+  }
+
+  publish(event: RoomEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (err) {
+        console.error(err);
+      }
+    }
+  }
+
+  /** The feed registers how it brings a message into view; null when it unmounts. */
+  setRevealer(revealer: Revealer | null): void {
+    this.revealer = revealer;
+  }
+
+  reveal(messageId: number): Promise<RevealResult> {
+    return this.revealer ? this.revealer(messageId) : Promise.resolve({ ok: false, reason: "The feed is not on this page." });
+  }
+}
+
+const BusContext = createContext<RoomEventBus | null>(null);
+
+/** One bus per watcher page, shared by the feed (publisher) and the panels (subscribers). */
+export function RoomEventsProvider({ children }: { children: ReactNode }) {
+  const [bus] = useState(() => new RoomEventBus());
+  return <BusContext value={bus}>{children}</BusContext>;
+}
+
+/** The page's bus, or null outside a RoomEventsProvider (the feed then just does not publish). */
+export const useRoomEventBus = () => useContext(BusContext);
+
+/** Calls `onEvent` for every event of the given types the page's stream delivers. */
+export function useRoomEvents(types: readonly string[], onEvent: (event: RoomEvent) => void): void {
+  const bus = useRoomEventBus();
+  const handler = useRef(onEvent);
+  useEffect(() => {
+    handler.current = onEvent;
+  });
+  const key = types.join(" ");
+  useEffect(() => {
+    if (!bus) return;
+    const wanted = new Set(key.split(" "));
+    return bus.subscribe((event) => {
+      if (wanted.has(event.type)) handler.current(event);
+    });
+  }, [bus, key]);
+}
