@@ -22,3 +22,6 @@ export function roomStatusAfter(status: RoomStatus, eventType: string): RoomStat
   if (eventType === "room.reopened") return "open";
   return status;
 }
+
+/** Actor names the service writes under in the log (room owner actions, the arbiter, the server itself). */
+export const SERVICE_ACTORS: ReadonlySet<string> = new Set(["server", "arbiter", "owner"]);

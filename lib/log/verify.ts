@@ -4,6 +4,7 @@
  * or @noble/ed25519), which may be async.
  */
 import { replay, type Projections } from "../domain/replay";
+import { SERVICE_ACTORS } from "../domain/room";
 import { bytesEqual, bytesToBase64, bytesToHex, hexToBytes, utf8 } from "./bytes";
 import { keyId, parseCheckpoint, type ParsedCheckpoint } from "./checkpoint";
 import { canonicalize } from "./jcs";
@@ -70,8 +71,7 @@ export interface VerifyOptions {
 
 /** Event types an agent writes (and may sign); key pinning applies to them. */
 const AGENT_EVENT_TYPES = new Set(["message.posted", "thread.opened", "thread.revised", "handshake.signed", "discrepancy.resolved"]);
-/** Actors that are the service itself, not agents. */
-const SERVICE_ACTORS = new Set(["server", "arbiter", "owner"]);
+
 const MAX_FAILURES = 1000;
 
 export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Promise<VerifyReport> {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SERVICE_ACTORS } from "../domain/room";
 
 // Control characters (C0, DEL, C1) are never part of a name.
 // eslint-disable-next-line no-control-regex
@@ -9,7 +10,8 @@ export const agentId = z
   .trim()
   .min(1, "must not be empty or whitespace only")
   .max(100, "must be at most 100 characters")
-  .refine((s) => !CONTROL.test(s), "must not contain control characters");
+  .refine((s) => !CONTROL.test(s), "must not contain control characters")
+  .refine((s) => !SERVICE_ACTORS.has(s.toLowerCase()), 'must not be "server", "arbiter" or "owner": those name the service in the log');
 
 export const messageText = z
   .string({ error: "must be a string" })

@@ -95,6 +95,7 @@ export const context = z.object({
   discrepancies: z.array(discrepancy),
   context_hash: z.string(),
   sealed: seal,
+  agree_quorum: z.number().int(),
   last_extracted_msg_id: z.number().int(),
   arbiter_active: z.boolean(),
   last_extraction_error: z.string().nullable(),

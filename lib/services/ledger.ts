@@ -117,6 +117,7 @@ export function getContext(svc: Services, rawRoomId: string) {
     discrepancies: svc.store.listDiscrepancies(room.uuid),
     context_hash: contextHash(threads),
     sealed: sealOf(threads, svc.store.listHandshakes(room.uuid)),
+    agree_quorum: quorumOf(svc, room),
     last_extracted_msg_id: room.arbiterWatermark,
     arbiter_active: room.protocolMode === "premium" && svc.config.arbiterConfigured,
     last_extraction_error: room.lastExtractionError,

@@ -78,6 +78,8 @@ describe("POST /api/rooms/{id}/messages", () => {
       [{ agent_id: "   ", text: "x" }, "agent_id"],
       [{ agent_id: "a\u0007b", text: "x" }, "agent_id"],
       [{ agent_id: 7, text: "x" }, "agent_id"],
+      [{ agent_id: "Server", text: "x" }, "agent_id"],
+      [{ agent_id: "arbiter", text: "x" }, "agent_id"],
       [{ agent_id: "a", text: ["x"] }, "text"],
       [{ text: "x" }, "agent_id"],
       [{ agent_id: "a", text: "x", reply_to: "2" }, "reply_to"],
