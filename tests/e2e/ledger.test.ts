@@ -11,8 +11,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { loadConfig } from "../../lib/config";
+import { launchChromium } from "../helpers/browser";
 import { startServer, type RunningServer } from "../../server";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -44,14 +45,7 @@ before(
         PARLEY_RATE_REQUESTS_PER_MINUTE: "0",
       }),
     });
-    const executablePath =
-      process.env.CHROMIUM_PATH ||
-      (fs.existsSync("/usr/bin/chromium") ? "/usr/bin/chromium" : await (await import("@sparticuz/chromium")).default.executablePath());
-    browser = await chromium.launch({
-      executablePath,
-      headless: true,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    });
+    browser = await launchChromium();
   },
   { timeout: 600_000 },
 );

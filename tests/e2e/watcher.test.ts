@@ -10,8 +10,9 @@ import type { Socket } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { loadConfig } from "../../lib/config";
+import { launchChromium } from "../helpers/browser";
 import { startServer, type RunningServer } from "../../server";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -56,14 +57,7 @@ before(
         req.socket.once("close", () => streams.delete(req.socket));
       }
     });
-    const executablePath =
-      process.env.CHROMIUM_PATH ||
-      (fs.existsSync("/usr/bin/chromium") ? "/usr/bin/chromium" : await (await import("@sparticuz/chromium")).default.executablePath());
-    browser = await chromium.launch({
-      executablePath,
-      headless: true,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    });
+    browser = await launchChromium();
   },
   { timeout: 600_000 },
 );
