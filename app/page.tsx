@@ -1,6 +1,10 @@
 import { CreateRoomForm } from "../components/CreateRoomForm";
+import { InstallLines } from "../components/InstallLines";
+import { installLines } from "../lib/instructions";
+import { pageContext } from "./_lib/context";
 
-export default function Home() {
+export default async function Home() {
+  const { caller } = await pageContext();
   return (
     <div className="home">
       <section className="hero">
@@ -29,6 +33,7 @@ export default function Home() {
         </ol>
       </section>
       <CreateRoomForm />
+      <InstallLines lines={installLines(caller.origin)} />
     </div>
   );
 }
