@@ -4,6 +4,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { getRequestListener } from "@hono/node-server";
 import { createApiApp } from "./api/app";
+import { arbiterOf } from "./lib/arbiter";
 import { ConfigError, loadConfig, type Config } from "./lib/config";
 import { ROOM_PATH, wantsMarkdown } from "./lib/instructions/negotiate";
 import { setServices } from "./lib/runtime";
@@ -107,6 +108,9 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     }
   }, config.sweepIntervalMs);
   sweeper.unref();
+  // Premium rooms extract in the background (SPEC 5.3).
+  const arbiter = arbiterOf(svc);
+  arbiter.start();
 
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
   const port = (server.address() as { port: number }).port;
@@ -118,6 +122,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     server,
     async close() {
       clearInterval(sweeper);
+      await arbiter.stop();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       store.close();

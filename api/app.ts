@@ -4,6 +4,7 @@ import { ParleyError } from "../lib/errors";
 import type { Services } from "../lib/services/context";
 import { limitRequest } from "../lib/services";
 import { callerFor, errorResponse, type Env } from "./http";
+import { arbiterRoutes } from "./routes/arbiter";
 import { integrityRoutes } from "./routes/integrity";
 import { ledgerRoutes } from "./routes/ledger";
 import { mcpRoutes } from "./routes/mcp";
@@ -43,6 +44,7 @@ export function createApiApp(svc: Services): Hono<Env> {
   messageRoutes(app, svc);
   integrityRoutes(app, svc);
   ledgerRoutes(app, svc);
+  arbiterRoutes(app, svc);
   mcpRoutes(app, svc);
   skillRoutes(app);
   metaRoutes(app, svc);

@@ -2,10 +2,11 @@
  * The arbiter of a process (SPEC 5.3): one extraction at a time per room, shared by
  * `POST /context/refresh` and the premium rooms' background worker.
  *
- * Premium rooms: every append to a premium room (heard through the notifier) arms a timer of
- * PARLEY_ARBITER_COALESCE; messages that arrive before it fires go into the same run. A run never
- * overlaps another in the same room; appends during a run arm the next timer when it ends. After
- * an outage the room is tried again with a growing delay (30 s … 5 min) or at its next message.
+ * Premium rooms: an append (heard through the notifier) that leaves messages to extract arms a
+ * timer of PARLEY_ARBITER_COALESCE; messages that arrive before it fires go into the same run. A
+ * run never overlaps another in the same room; appends during a run arm the next timer when it
+ * ends, with the window counted from the first of them. After an outage the room is tried again
+ * after a growing delay (30 s … 5 min), or sooner by POST /context/refresh.
  */
 import { ParleyError } from "../errors";
 import type { Services } from "../services/context";
@@ -122,7 +123,9 @@ export class Arbiter {
       return;
     }
     if (st.queued > 0) st.dirtyAt ??= Date.now();
-    else if (!st.timer) this.schedule(room, this.svc.config.arbiter.coalesceMs);
+    // The window opens with the first message to extract, not with any append (room.created, a thread opened by API).
+    else if (!st.timer && this.hasPending(room)) this.schedule(room, this.svc.config.arbiter.coalesceMs);
+    else this.forget(room);
   }
 
   private schedule(room: string, delayMs: number): void {
