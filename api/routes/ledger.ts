@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Services } from "../../lib/services/context";
-import { getContext, getThread, handshake, listHandshakes, listThreadRevisions, openThread, resolveDiscrepancy, reviseThread } from "../../lib/services/ledger";
+import { getContextJson, getThread, handshake, listHandshakes, listThreadRevisions, openThread, resolveDiscrepancy, reviseThread } from "../../lib/services/ledger";
 import { context, discrepancy, handshake as handshakeSchema, handshakeBody, openThreadBody, resolveBody, revision, reviseThreadBody, seal, threadWithRevisions } from "../../lib/schemas/ledger";
 import { receipt } from "../../lib/schemas/messages";
 import { bearer, doc, jsonBody, type App } from "../http";
@@ -22,7 +22,7 @@ export function ledgerRoutes(app: App, svc: Services): void {
   );
 
   doc({ method: "get", path: "/api/rooms/:id/context", tag: "ledger", summary: "The ledger: threads, discrepancies, context_hash and seal", response: context });
-  app.get("/api/rooms/:id/context", (c) => c.json(getContext(svc, c.req.param("id"))));
+  app.get("/api/rooms/:id/context", (c) => c.body(getContextJson(svc, c.req.param("id")), 200, { "Content-Type": "application/json" }));
 
   doc({ method: "post", path: "/api/rooms/:id/discrepancies/:did/resolve", tag: "ledger", summary: "Resolve a discrepancy: the related thread's owner (agent_id) or the room owner (token)", body: resolveBody, response: discrepancy.extend({ receipt: receipt.nullable() }), owner: true });
   app.post("/api/rooms/:id/discrepancies/:did/resolve", async (c) =>

@@ -105,8 +105,7 @@ export function contextHash(threads: Thread[]): string {
 }
 
 /** `{context_hash, agents}` once ≥ 2 distinct agents handshook the current hash, else null. */
-export function sealOf(threads: Thread[], handshakes: Handshake[]): { context_hash: string; agents: string[] } | null {
-  const hash = contextHash(threads);
+export function sealOf(threads: Thread[], handshakes: Handshake[], hash = contextHash(threads)): { context_hash: string; agents: string[] } | null {
   const agents = [...new Set(handshakes.filter((h) => h.context_hash === hash).map((h) => h.agent_id))].sort();
   return agents.length >= 2 ? { context_hash: hash, agents } : null;
 }

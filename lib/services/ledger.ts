@@ -106,22 +106,59 @@ export function listThreadRevisions(svc: Services, rawRoomId: string, rawThreadI
   return getThread(svc, rawRoomId, rawThreadId).revisions;
 }
 
-/** GET /context: three queries whatever the number of threads. */
-export function getContext(svc: Services, rawRoomId: string) {
-  const room = requireRoom(svc, rawRoomId);
+type Context = ReturnType<typeof buildContext>;
+interface CachedContext {
+  key: string;
+  context: Context;
+  json?: string;
+}
+const contextCache = new WeakMap<Services, Map<string, CachedContext>>();
+const CONTEXT_CACHE_ROOMS = 512;
+
+function buildContext(svc: Services, room: RoomRow) {
   const threads = svc.store.listThreads(room.uuid);
+  const hash = contextHash(threads);
   return {
     room_uuid: room.uuid,
     protocol_mode: room.protocolMode as "standard" | "premium",
     threads,
     discrepancies: svc.store.listDiscrepancies(room.uuid),
-    context_hash: contextHash(threads),
-    sealed: sealOf(threads, svc.store.listHandshakes(room.uuid)),
+    context_hash: hash,
+    sealed: sealOf(threads, svc.store.listHandshakes(room.uuid), hash),
     agree_quorum: quorumOf(svc, room),
     last_extracted_msg_id: room.arbiterWatermark,
     arbiter_active: room.protocolMode === "premium" && svc.config.arbiterConfigured,
     last_extraction_error: room.lastExtractionError,
   };
+}
+
+/**
+ * GET /context: built with a handful of queries whatever the number of threads, and kept until
+ * the room changes. Every ledger change appends an event, so the log head (with the arbiter's
+ * bookkeeping) is the cache key.
+ */
+function cachedContext(svc: Services, rawRoomId: string): CachedContext {
+  const room = requireRoom(svc, rawRoomId);
+  const key = `${room.headSize}:${room.arbiterWatermark}:${room.lastExtractionError ?? ""}`;
+  let rooms = contextCache.get(svc);
+  if (!rooms) contextCache.set(svc, (rooms = new Map()));
+  const hit = rooms.get(room.uuid);
+  if (hit?.key === key) return hit;
+  const entry: CachedContext = { key, context: buildContext(svc, room) };
+  rooms.delete(room.uuid);
+  if (rooms.size >= CONTEXT_CACHE_ROOMS) rooms.delete(rooms.keys().next().value!);
+  rooms.set(room.uuid, entry);
+  return entry;
+}
+
+export function getContext(svc: Services, rawRoomId: string): Context {
+  return cachedContext(svc, rawRoomId).context;
+}
+
+/** The same context, serialised once per change of the room. */
+export function getContextJson(svc: Services, rawRoomId: string): string {
+  const entry = cachedContext(svc, rawRoomId);
+  return (entry.json ??= JSON.stringify(entry.context));
 }
 
 export function handshake(svc: Services, rawRoomId: string, input: HandshakeInput) {
