@@ -12,6 +12,7 @@ import { messageRoutes } from "./routes/messages";
 import { metaRoutes } from "./routes/meta";
 import { roomRoutes } from "./routes/rooms";
 import { skillRoutes } from "./routes/skill";
+import { taskRoutes } from "./routes/tasks";
 
 export const MAX_BODY_BYTES = 64 * 1024;
 
@@ -33,17 +34,18 @@ export function createApiApp(svc: Services): Hono<Env> {
     if (!(c.req.method === "POST" && OWN_BUDGET.test(c.req.path))) limitRequest(svc, c.var.caller.ip);
     await next();
   });
-  app.use(
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: (c) => errorResponse(c, new ParleyError("payload_too_large", "The request body is larger than 64 KiB. Send less text per request.")),
-    }),
-  );
+  // Only requests with a body: the check reads the raw Request, which costs a full Request object.
+  const limitBody = bodyLimit({
+    maxSize: MAX_BODY_BYTES,
+    onError: (c) => errorResponse(c, new ParleyError("payload_too_large", "The request body is larger than 64 KiB. Send less text per request.")),
+  });
+  app.use((c, next) => (c.req.method === "GET" || c.req.method === "HEAD" ? next() : limitBody(c, next)));
 
   roomRoutes(app, svc);
   messageRoutes(app, svc);
   integrityRoutes(app, svc);
   ledgerRoutes(app, svc);
+  taskRoutes(app, svc);
   arbiterRoutes(app, svc);
   mcpRoutes(app, svc);
   skillRoutes(app);

@@ -45,6 +45,7 @@ const schema = z.object({
   PARLEY_RATE_REQUESTS_PER_MINUTE: int(0, 1_000_000).default(600),
   PARLEY_SWEEP_INTERVAL: duration.default(60_000),
   PARLEY_AGREE_QUORUM: int(1, 50).default(2),
+  PARLEY_AGENT_HEARTBEAT_S: int(1, 86_400).default(60),
   PARLEY_ARBITER_BASE_URL: url.optional(),
   PARLEY_ARBITER_API_KEY: z.string().min(1).optional(),
   PARLEY_ARBITER_MODEL: z.string().min(1).optional(),
@@ -132,6 +133,8 @@ export type Config = {
   rate: { roomsPerHour: number; postsPerMinute: number; agentPostsPerMinute: number; requestsPerMinute: number };
   sweepIntervalMs: number;
   agreeQuorum: number;
+  /** Task board: an agent silent for 3 of these intervals (seconds) is lost. */
+  agentHeartbeatS: number;
   arbiterConfigured: boolean;
   arbiter: ArbiterConfig;
 };
@@ -173,6 +176,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     sweepIntervalMs: e.PARLEY_SWEEP_INTERVAL,
     agreeQuorum: e.PARLEY_AGREE_QUORUM,
+    agentHeartbeatS: e.PARLEY_AGENT_HEARTBEAT_S,
     arbiterConfigured: providers.length > 0,
     arbiter: {
       providers,

@@ -2,6 +2,7 @@ import type { LogEvent } from "../log/event";
 import { AGREE_QUORUM_DEFAULT, applyLedgerEvent, emptyLedger, type Ledger } from "./ledger";
 import { messageFromEvent, type Message } from "./message";
 import { roomStatusAfter, type RoomStatus } from "./room";
+import { applyTaskEvent, emptyBoard, publicTask, type BoardAgent, type Task } from "./tasks";
 
 /** The room projection that the log determines (what the rooms table must agree with). */
 export interface RoomProjection {
@@ -19,6 +20,8 @@ export interface Projections {
   room: RoomProjection;
   messages: Message[];
   ledger: Ledger;
+  /** The task board (absent in bundles made before it existed: read as empty). */
+  board?: { tasks: Task[]; agents: BoardAgent[] };
 }
 
 /**
@@ -30,10 +33,12 @@ export function replay(events: LogEvent[], leafHashesHex: string[]): Projections
   const messages: Message[] = [];
   const agents = new Set<string>();
   const ledger = emptyLedger();
+  const board = emptyBoard();
   let quorum = AGREE_QUORUM_DEFAULT;
   events.forEach((event, i) => {
     room.size = event.seq;
     applyLedgerEvent(ledger, event, quorum);
+    applyTaskEvent(board, event);
     if (event.type === "room.created") {
       const p = event.payload as { description: string; is_public: boolean; protocol_mode: string; mode: string };
       Object.assign(room, { description: p.description, is_public: p.is_public, protocol_mode: p.protocol_mode, mode: p.mode });
@@ -46,5 +51,5 @@ export function replay(events: LogEvent[], leafHashesHex: string[]): Projections
     room.status = roomStatusAfter(room.status, event.type);
   });
   room.agent_count = agents.size;
-  return { room, messages, ledger };
+  return { room, messages, ledger, board: { tasks: board.tasks.map(publicTask), agents: board.agents } };
 }

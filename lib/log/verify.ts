@@ -5,6 +5,7 @@
  */
 import { replay, type Projections } from "../domain/replay";
 import { SERVICE_ACTORS } from "../domain/room";
+import { BOARD_AGENT_WRITTEN_TYPES } from "../domain/tasks";
 import { bytesEqual, bytesToBase64, bytesToHex, hexToBytes, utf8 } from "./bytes";
 import { keyId, parseCheckpoint, type ParsedCheckpoint } from "./checkpoint";
 import { canonicalize } from "./jcs";
@@ -48,7 +49,7 @@ export interface VerifyReport {
     prev_links: number;
     checkpoints: number;
     agent_signatures: number;
-    projections: { messages: number; room: boolean; threads: number } | null;
+    projections: { messages: number; room: boolean; threads: number; tasks: number } | null;
     caller_checkpoint: { size: number; consistent: boolean } | null;
     head: { size: number; root: string };
     server_key: ServerKeyRef;
@@ -70,7 +71,10 @@ export interface VerifyOptions {
 }
 
 /** Event types an agent writes (and may sign); key pinning applies to them. */
-const AGENT_EVENT_TYPES = new Set(["message.posted", "thread.opened", "thread.revised", "handshake.signed", "discrepancy.resolved"]);
+const AGENT_EVENT_TYPES = new Set([
+  "message.posted", "thread.opened", "thread.revised", "handshake.signed", "discrepancy.resolved",
+  ...BOARD_AGENT_WRITTEN_TYPES, // task board: agent.joined, agent.heartbeat, task.*
+]);
 
 const MAX_FAILURES = 1000;
 
@@ -198,7 +202,7 @@ export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Pro
   let projections: VerifyReport["details"]["projections"] = null;
   if (bundle.projections) {
     const rebuilt = replay(bundle.events, leafHex);
-    projections = { messages: rebuilt.messages.length, room: true, threads: rebuilt.ledger.threads.length };
+    projections = { messages: rebuilt.messages.length, room: true, threads: rebuilt.ledger.threads.length, tasks: rebuilt.board?.tasks.length ?? 0 };
     compareProjections(rebuilt, bundle.projections, fail);
   } else inconclusive.push("The bundle carries no projections, so what the server serves was not compared with the log.");
 
@@ -292,6 +296,15 @@ function compareProjections(rebuilt: Projections, served: Projections, fail: (se
     for (const [id, text] of logged) if (shown.get(id) !== text) fail(id, "projection", `The ${noun} ${id} as served differs from the log.`);
     for (const id of shown.keys()) if (!logged.has(id)) fail(id, "projection", `The ${noun} ${id} is served but has no event in the log.`);
   }
+  // The task board: tasks by id, agents by name.
+  const loggedTasks = new Map((rebuilt.board?.tasks ?? []).map((t) => [t.id, canonicalize(t)]));
+  const shownTasks = new Map((served.board?.tasks ?? []).map((t) => [t.id, canonicalize(t)]));
+  for (const [id, text] of loggedTasks) if (shownTasks.get(id) !== text) fail(id, "projection", `The task ${id} as served differs from the log.`);
+  for (const id of shownTasks.keys()) if (!loggedTasks.has(id)) fail(id, "projection", `The task ${id} is served but has no event in the log.`);
+  const loggedAgents = new Map((rebuilt.board?.agents ?? []).map((a) => [a.agent_id, canonicalize(a)]));
+  const shownAgents = new Map((served.board?.agents ?? []).map((a) => [a.agent_id, canonicalize(a)]));
+  for (const [id, text] of loggedAgents) if (shownAgents.get(id) !== text) fail(null, "projection", `The board agent "${id}" as served differs from the log.`);
+  for (const id of shownAgents.keys()) if (!loggedAgents.has(id)) fail(null, "projection", `The board agent "${id}" is served but has no event in the log.`);
 }
 
 function explain(verdict: Verdict, failures: Failure[], inconclusive: string[], size: number): string {

@@ -5,9 +5,11 @@ import type { EventRow } from "../store/types";
 
 export interface Frame {
   seq: number;
-  /** A complete SSE frame: id, event and data lines. */
-  text: string;
+  /** A complete SSE frame (id, event and data lines), UTF-8 encoded once. */
+  bytes: Uint8Array;
 }
+
+const encoder = new TextEncoder();
 
 const MAX_CACHED_ROOMS = 256;
 const MAX_FRAMES_PER_ROOM = 256;
@@ -66,5 +68,5 @@ export function eventData(row: EventRow) {
 }
 
 function toFrame(row: EventRow): Frame {
-  return { seq: row.seq, text: `id: ${row.seq}\nevent: ${row.type}\ndata: ${JSON.stringify(eventData(row))}\n\n` };
+  return { seq: row.seq, bytes: encoder.encode(`id: ${row.seq}\nevent: ${row.type}\ndata: ${JSON.stringify(eventData(row))}\n\n`) };
 }

@@ -1,3 +1,6 @@
+/** Published for a room that was deleted or swept: its streams and long-polls end. */
+export const ROOM_GONE = Number.MAX_SAFE_INTEGER;
+
 /**
  * Wakes long-polls and SSE streams when a room's log grows. It carries only the new head seq:
  * every reader re-reads from its own cursor, so a missed wake-up can delay but never lose an event.

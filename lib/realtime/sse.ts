@@ -1,8 +1,11 @@
 import { requireRoom } from "../services/rooms";
 import type { Services } from "../services/context";
+import { ROOM_GONE } from "./notifier";
 
 const encoder = new TextEncoder();
 export const SSE_PING_MS = 15_000;
+const PING = encoder.encode(": ping\n\n");
+
 
 /**
  * A Server-Sent Events body with every event of a room after `since`. It sleeps on the notifier,
@@ -26,22 +29,29 @@ export function roomEventStream(svc: Services, roomId: string, since: number, si
           /* already closed by the reader */
         }
       };
-      const flush = () => {
-        if (closed) return;
+      /** Ends the stream when the room is gone or expired; true while it lives. */
+      const roomAlive = () => {
         try {
           requireRoom(svc, roomId);
+          return true;
         } catch {
-          return close();
+          close();
+          return false;
         }
+      };
+      const flush = () => {
+        if (closed) return;
         for (;;) {
           const frames = svc.frames.read(roomId, cursor);
           if (frames.length === 0) break;
-          controller.enqueue(encoder.encode(frames.map((f) => f.text).join("")));
+          // Frames carry their bytes, encoded once for every watcher of the room.
+          for (const frame of frames) controller.enqueue(frame.bytes);
           cursor = frames.at(-1)!.seq;
         }
       };
       // Wake-ups during a burst are coalesced into one read per tick.
-      const wake = () => {
+      const wake = (seq: number) => {
+        if (seq === ROOM_GONE) return void roomAlive();
         if (pending) return;
         pending = true;
         queueMicrotask(() => {
@@ -52,8 +62,8 @@ export function roomEventStream(svc: Services, roomId: string, since: number, si
       const unsubscribe = svc.notifier.subscribe(roomId, wake);
       // The ping also notices a room that expired while nothing was said.
       const ping = setInterval(() => {
-        if (closed) return;
-        controller.enqueue(encoder.encode(": ping\n\n"));
+        if (closed || !roomAlive()) return;
+        controller.enqueue(PING);
         flush();
       }, pingMs);
       const onAbort = () => close();
@@ -64,7 +74,7 @@ export function roomEventStream(svc: Services, roomId: string, since: number, si
       };
       signal.addEventListener("abort", onAbort, { once: true });
       controller.enqueue(encoder.encode("retry: 2000\n\n"));
-      flush();
+      if (roomAlive()) flush();
     },
     cancel() {
       cleanup();

@@ -8,6 +8,7 @@ import type { CreateRoomInput, ListRoomsInput } from "../schemas/rooms";
 import type { RoomRow } from "../store/types";
 import { isoNow, type Caller, type Services } from "./context";
 import { appendEvent, writeTx, type Receipt } from "./events";
+import { ROOM_GONE } from "../realtime/notifier";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -173,7 +174,7 @@ export function deleteRoom(svc: Services, rawId: string, bearer: string | undefi
     return { deleted: room.uuid };
   }).deleted;
   svc.frames.forget(deleted);
-  svc.notifier.publish(deleted, Number.MAX_SAFE_INTEGER); // streams and long-polls end now
+  svc.notifier.publish(deleted, ROOM_GONE); // streams and long-polls end now
   return { deleted };
 }
 
@@ -188,7 +189,7 @@ export function sweepExpiredRooms(svc: Services, batch = 100): number {
     });
     for (const id of ids) {
       svc.frames.forget(id);
-      svc.notifier.publish(id, Number.MAX_SAFE_INTEGER); // streams and long-polls end now
+      svc.notifier.publish(id, ROOM_GONE); // streams and long-polls end now
     }
     removed += ids.length;
     if (ids.length < batch) return removed;

@@ -1,5 +1,6 @@
 import { ParleyError } from "../errors";
 import type { Projections } from "../domain/replay";
+import { publicTask } from "../domain/tasks";
 import { bytesToBase64, bytesToHex, hexToBytes } from "../log/bytes";
 import { consistencyProof, inclusionProof, rootOf } from "../log/merkle";
 import { BUNDLE_FORMAT, verifyBundle, type RoomBundle, type VerifyReport } from "../log/verify";
@@ -34,6 +35,10 @@ function readBundle(svc: Services, room: RoomRow): { bundle: RoomBundle; leafHas
       revisions: svc.store.listRevisions(room.uuid),
       discrepancies: svc.store.listDiscrepancies(room.uuid),
       handshakes: svc.store.listHandshakes(room.uuid),
+    },
+    board: {
+      tasks: svc.store.listTasks(room.uuid).map(publicTask),
+      agents: svc.store.listBoardAgents(room.uuid),
     },
   };
   return {

@@ -178,3 +178,42 @@ export const handshakes = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.room, t.id] })],
 );
+
+/**
+ * Task board projections (issue 7): rebuilt from task.* and agent.* events. The query columns
+ * (status, priority, claimant, lease) sit beside the rest of the task as JSON; a task is read
+ * from both, so an edit to either is served (and caught by /verify).
+ */
+export const tasks = sqliteTable(
+  "tasks",
+  {
+    room: text("room").notNull(),
+    id: integer("id").notNull(), // the seq of its task.created event
+    status: text("status").notNull(),
+    priority: integer("priority").notNull(),
+    claimant: text("claimant"),
+    leaseUntil: text("lease_until"),
+    leaseHash: text("lease_hash"), // SHA-256 hex of the lease token; the token itself is never stored
+    data: text("data").notNull(), // JSON: the rest of the task
+  },
+  (t) => [
+    primaryKey({ columns: [t.room, t.id] }),
+    index("tasks_open").on(t.room, t.status, t.priority),
+    index("tasks_lease").on(t.leaseUntil).where(sql`status = 'claimed'`),
+  ],
+);
+
+/** Agents on a room's board: capabilities and last heartbeat. */
+export const boardAgents = sqliteTable(
+  "board_agents",
+  {
+    room: text("room").notNull(),
+    agentId: text("agent_id").notNull(),
+    capabilities: text("capabilities").notNull(), // JSON array
+    auth: text("auth").notNull(),
+    keyRef: text("key_ref"),
+    lastSeen: text("last_seen").notNull(),
+    lost: integer("lost", { mode: "boolean" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.room, t.agentId] }), index("board_agents_seen").on(t.lastSeen).where(sql`lost = 0`)],
+);

@@ -10,9 +10,11 @@ import { and, asc, count, desc, eq, gt, lte, ne, sql } from "drizzle-orm";
 import * as schema from "./schema";
 import type { RoomListQuery, RoomRow, Store, StoreWriter } from "./types";
 import type { Auth, Discrepancy, Handshake, Revision, RevisionKind, Thread, ThreadStatus } from "../domain/ledger";
+import type { BoardAgent, TaskState, TaskStatus } from "../domain/tasks";
 
 const { rooms, events, messages, roomAgents, signatureNonces, threads, revisions, discrepancies, handshakes } = schema;
-const ROOM_TABLES = [events, messages, roomAgents, signatureNonces, threads, revisions, discrepancies, handshakes];
+const { tasks, boardAgents } = schema; // task board (issue 7)
+const ROOM_TABLES = [events, messages, roomAgents, signatureNonces, threads, revisions, discrepancies, handshakes, tasks, boardAgents];
 const MIGRATIONS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../drizzle");
 
 const SORT_COLUMNS = {
@@ -110,7 +112,40 @@ export function openSqliteStore(dataDir: string): Store {
     .onConflictDoNothing()
     .prepare();
 
+  // ---- task board (issue 7) ----
+  const board = {
+    getTask: (room: string, id: number) => {
+      const row = db.select().from(tasks).where(and(eq(tasks.room, room), eq(tasks.id, id))).get();
+      return row && toTask(row);
+    },
+    listTasks: (room: string, status?: TaskStatus) =>
+      db.select().from(tasks).where(and(eq(tasks.room, room), status === undefined ? undefined : eq(tasks.status, status))).orderBy(asc(tasks.id)).all().map(toTask),
+    listBoardAgents: (room: string) =>
+      db.select().from(boardAgents).where(eq(boardAgents.room, room)).orderBy(asc(boardAgents.agentId)).all().map(toBoardAgent),
+    getBoardAgent: (room: string, agentId: string) => {
+      const row = db.select().from(boardAgents).where(and(eq(boardAgents.room, room), eq(boardAgents.agentId, agentId))).get();
+      return row && toBoardAgent(row);
+    },
+    expiredLeases: (now: string, limit: number) =>
+      db.select({ room: tasks.room, id: tasks.id }).from(tasks).where(and(eq(tasks.status, "claimed"), lte(tasks.leaseUntil, now))).limit(limit).all(),
+    silentAgents: (cutoff: string, limit: number) =>
+      db.select({ room: boardAgents.room, agentId: boardAgents.agentId }).from(boardAgents)
+        .where(and(eq(boardAgents.lost, false), lte(boardAgents.lastSeen, cutoff))).limit(limit).all(),
+  };
+  const boardWriter = {
+    saveTask(room: string, t: TaskState) {
+      const { status, priority, claimant, lease_until, lease_hash, ...rest } = t;
+      const row = { room, id: t.id, status, priority, claimant, leaseUntil: lease_until, leaseHash: lease_hash, data: JSON.stringify(rest) };
+      db.insert(tasks).values(row).onConflictDoUpdate({ target: [tasks.room, tasks.id], set: row }).run();
+    },
+    saveBoardAgent(room: string, a: BoardAgent) {
+      const row = { room, agentId: a.agent_id, capabilities: JSON.stringify(a.capabilities), auth: a.auth, keyRef: a.key_ref, lastSeen: a.last_seen, lost: a.lost };
+      db.insert(boardAgents).values(row).onConflictDoUpdate({ target: [boardAgents.room, boardAgents.agentId], set: row }).run();
+    },
+  };
+
   const reader = {
+    ...board,
     getRoom: (uuid: string) => getRoom.get({ uuid }),
     listPublicRooms(query: RoomListQuery) {
       const where = and(
@@ -164,6 +199,7 @@ export function openSqliteStore(dataDir: string): Store {
 
   const writer: StoreWriter = {
     ...reader,
+    ...boardWriter,
     insertRoom: (row: RoomRow) => void db.insert(rooms).values(row).run(),
     updateRoomAfterAppend: (uuid, room) => void updateRoomAfterAppend.run({ ...room, uuid }),
     insertEvent: (row) => void insertEvent.run({ ...row, sig: row.sig ?? null }),
@@ -289,5 +325,26 @@ function toHandshake(r: typeof handshakes.$inferSelect): Handshake {
   return {
     id: r.id, agent_id: r.agentId, context_hash: r.contextHash, auth: r.auth as Auth, pubkey_hex: r.pubkeyHex,
     signature_hex: r.signatureHex, ts: r.ts, nonce: r.nonce, created_at: r.createdAt,
+  };
+}
+
+// ---- task board (issue 7) ----
+function toTask(r: typeof tasks.$inferSelect): TaskState {
+  const rest = JSON.parse(r.data) as Omit<TaskState, "status" | "priority" | "claimant" | "lease_until" | "lease_hash">;
+  const t = { ...rest, status: r.status as TaskStatus, priority: r.priority, claimant: r.claimant, lease_until: r.leaseUntil, lease_hash: r.leaseHash };
+  // The public key order of a task, whatever order the columns were read in.
+  return {
+    id: t.id, title: t.title, description: t.description, requires: t.requires, priority: t.priority, status: t.status,
+    created_by: t.created_by, reviewer: t.reviewer, context_refs: t.context_refs, claimant: t.claimant, claimant_key: t.claimant_key,
+    lease_until: t.lease_until, attempt: t.attempt, failures: t.failures, max_failures: t.max_failures, failure_reasons: t.failure_reasons,
+    handoff: t.handoff, receipt: t.receipt, review: t.review, revision: t.revision, created_at: t.created_at, updated_at: t.updated_at,
+    lease_hash: t.lease_hash,
+  };
+}
+
+function toBoardAgent(r: typeof boardAgents.$inferSelect): BoardAgent {
+  return {
+    agent_id: r.agentId, capabilities: JSON.parse(r.capabilities) as string[], auth: r.auth as BoardAgent["auth"], key_ref: r.keyRef,
+    last_seen: r.lastSeen, lost: r.lost,
   };
 }

@@ -1,4 +1,5 @@
 import type { Discrepancy, Handshake, Revision, Thread } from "../domain/ledger";
+import type { BoardAgent, TaskState, TaskStatus } from "../domain/tasks";
 import type { rooms, events, messages } from "./schema";
 
 export type RoomRow = typeof rooms.$inferSelect;
@@ -44,6 +45,16 @@ export interface StoreReader {
   listRevisions(room: string, threadId?: number): Revision[];
   listDiscrepancies(room: string): Discrepancy[];
   listHandshakes(room: string): Handshake[];
+  // ---- task board (issue 7) ----
+  getTask(room: string, id: number): TaskState | undefined;
+  /** A room's tasks, oldest first; only those with this status when given. */
+  listTasks(room: string, status?: TaskStatus): TaskState[];
+  listBoardAgents(room: string): BoardAgent[];
+  getBoardAgent(room: string, agentId: string): BoardAgent | undefined;
+  /** Claimed tasks whose lease ran out at `now` (any room): [room, task id]. */
+  expiredLeases(now: string, limit: number): { room: string; id: number }[];
+  /** Agents not marked lost whose last heartbeat is at or before `cutoff` (any room). */
+  silentAgents(cutoff: string, limit: number): { room: string; agentId: string }[];
 }
 
 /** Writes: only reachable through Store.write, so every write is inside one transaction. */
@@ -66,6 +77,9 @@ export interface StoreWriter extends StoreReader {
   deleteRoomData(uuid: string, keepTombstone: boolean): void;
   /** Rooms past their expiry that still hold data. */
   expiredRooms(now: string, limit: number): string[];
+  // ---- task board (issue 7) ----
+  saveTask(room: string, task: TaskState): void;
+  saveBoardAgent(room: string, agent: BoardAgent): void;
 }
 
 /**

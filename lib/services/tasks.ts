@@ -1,0 +1,347 @@
+/**
+ * The task board (issue 7): every transition is one event appended inside one write transaction,
+ * and the projections are what the reducer of lib/domain/tasks.ts makes of it (the verifier
+ * replays the same reducer). The immediate transaction serialises writes, so a claim that finds
+ * the task open inside it is the only winner.
+ */
+import crypto from "node:crypto";
+import { ParleyError } from "../errors";
+import {
+  HANDOFF_WINDOW_S_DEFAULT, LEASE_S_DEFAULT, LOST_AFTER_INTERVALS, agentStatus, applyTaskEvent, decideClaim, emptyBoard, pickNext,
+  publicTask, taskIdOf, TERMINAL_STATUSES, type Board, type BoardAgent, type Task, type TaskState, type TaskStatus,
+} from "../domain/tasks";
+import { isExpired } from "../domain/room";
+import type { EventSig } from "../log/event";
+import type {
+  CancelTaskInput, ClaimNextInput, ClaimTaskInput, CreateTaskInput, FailTaskInput, HandoffTaskInput, HeartbeatTaskInput, JoinBoardInput,
+  ReleaseTaskInput, ReviewTaskInput, SubmitTaskInput,
+} from "../schemas/tasks";
+import type { RoomRow, StoreReader, StoreWriter } from "../store/types";
+import { isoNow, type Services } from "./context";
+import { appendEvent, eventFromRow, writeTx, type NewEvent, type Receipt } from "./events";
+import { requireOpenRoom, requireOwner, requireRoom } from "./rooms";
+import { checkAgentSignature } from "./signatures";
+
+const ALL = Number.MAX_SAFE_INTEGER;
+
+/** The payload an agent sends and may sign: exactly the given fields, absent ones omitted. */
+function definedFields(obj: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined));
+}
+
+const hashToken = (token: string) => crypto.createHash("sha256").update(token).digest("hex");
+const isoAfter = (svc: Services, seconds: number) => new Date(svc.clock.now() + seconds * 1000).toISOString();
+const heartbeatMs = (svc: Services) => svc.config.agentHeartbeatS * 1000;
+
+/**
+ * Appends a board event and writes the projections it changes: the reducer is applied to the part
+ * of the board the event touches (the same reducer the verifier replays over the log).
+ */
+export function appendTaskEvent(svc: Services, tx: StoreWriter, room: RoomRow, event: NewEvent, part: Partial<Board>) {
+  const appended = appendEvent(svc, tx, room, event);
+  const board: Board = { ...emptyBoard(), ...structuredClone(part) };
+  applyTaskEvent(board, appended.event);
+  for (const t of board.tasks) tx.saveTask(room.uuid, t);
+  for (const a of board.agents) tx.saveBoardAgent(room.uuid, a);
+  return { appended, board };
+}
+
+export type TaskView = Task;
+export const taskView = (t: TaskState): TaskView => publicTask(t);
+
+export function agentView(svc: Services, a: BoardAgent) {
+  const { lost: _lost, ...rest } = a;
+  void _lost;
+  return { ...rest, status: agentStatus(a, svc.clock.now(), heartbeatMs(svc)) };
+}
+
+function requireTask(reader: Pick<StoreReader, "getTask">, room: RoomRow, rawId: string | number): TaskState {
+  const id = typeof rawId === "number" ? rawId : Number(rawId);
+  const task = Number.isSafeInteger(id) && id > 0 ? reader.getTask(room.uuid, id) : undefined;
+  if (!task) throw new ParleyError("task_not_found", `No task ${String(rawId).slice(0, 20)} in this room. GET /api/rooms/${room.uuid}/tasks lists them.`);
+  return task;
+}
+
+function requireRevision(task: Task, base: number | undefined): void {
+  if (base !== undefined && base !== task.revision) {
+    throw new ParleyError("stale_revision", `Task ${task.id} is at revision ${task.revision}, not ${base}: read it again (GET .../tasks/${task.id}) and decide on the current state.`);
+  }
+}
+
+function sign(svc: Services, tx: StoreWriter, room: RoomRow, type: string, actor: string, payload: Record<string, unknown>, sig: JoinBoardInput["sig"]): EventSig | undefined {
+  return checkAgentSignature(svc, tx, { room: room.uuid, type, actor, payload, seq: room.headSize + 1, signature: sig && { kind: "v1", ...sig } });
+}
+
+/** The agent as a claimant: undefined when it never joined or went silent for too long. */
+function liveAgent(svc: Services, tx: StoreReader, room: string, agentId: string): BoardAgent | undefined {
+  const agent = tx.getBoardAgent(room, agentId);
+  return agent && agentStatus(agent, svc.clock.now(), heartbeatMs(svc)) !== "lost" ? agent : undefined;
+}
+
+/** The actor's board entry (a write is a sign of life), when it is on the board and not lost. */
+function actorPart(tx: StoreReader, room: string, agentId: string): BoardAgent[] {
+  const agent = tx.getBoardAgent(room, agentId);
+  return agent && !agent.lost ? [agent] : [];
+}
+
+// ---- agents ----
+
+export function joinBoard(svc: Services, rawRoomId: string, input: JoinBoardInput) {
+  const payload = { capabilities: input.capabilities };
+  return writeTx(svc, (tx) => {
+    const room = requireOpenRoom(svc, rawRoomId, tx);
+    const existing = tx.getBoardAgent(room.uuid, input.agent_id);
+    const type = existing && !existing.lost ? "agent.heartbeat" : "agent.joined";
+    const sig = sign(svc, tx, room, type, input.agent_id, payload, input.sig);
+    const { appended, board } = appendTaskEvent(svc, tx, room, { type, actor: input.agent_id, payload, sig }, { agents: existing ? [existing] : [] });
+    return { ...agentView(svc, board.agents[0]!), event: type, receipt: appended.receipt };
+  });
+}
+
+export function listBoardAgents(svc: Services, rawRoomId: string) {
+  const room = requireRoom(svc, rawRoomId);
+  return { agents: svc.store.listBoardAgents(room.uuid).map((a) => agentView(svc, a)) };
+}
+
+// ---- tasks ----
+
+export function createTask(svc: Services, rawRoomId: string, input: CreateTaskInput) {
+  const payload = definedFields({
+    title: input.title, description: input.description, requires: input.requires, priority: input.priority, max_failures: input.max_failures,
+    reviewer: input.reviewer, context_refs: input.context_refs,
+  });
+  return writeTx(svc, (tx) => {
+    const room = requireOpenRoom(svc, rawRoomId, tx);
+    const sig = sign(svc, tx, room, "task.created", input.agent_id, payload, input.sig);
+    const { appended, board } = appendTaskEvent(svc, tx, room, { type: "task.created", actor: input.agent_id, payload, sig }, { agents: actorPart(tx, room.uuid, input.agent_id) });
+    return { task: taskView(board.tasks[0]!), receipt: appended.receipt };
+  });
+}
+
+export function listTasks(svc: Services, rawRoomId: string, status?: string) {
+  const room = requireRoom(svc, rawRoomId);
+  return { tasks: svc.store.listTasks(room.uuid, status as TaskStatus | undefined).map(taskView) };
+}
+
+export function getTask(svc: Services, rawRoomId: string, rawTaskId: string) {
+  const room = requireRoom(svc, rawRoomId);
+  const task = requireTask(svc.store, room, rawTaskId);
+  const history = svc.store
+    .listEvents(room.uuid, task.id - 1, ALL)
+    .map(eventFromRow)
+    .filter((e) => e.seq === task.id || (e.type.startsWith("task.") && taskIdOf(e) === task.id))
+    .map((e) => ({ seq: e.seq, ts: e.ts, type: e.type, actor: e.actor, payload: e.payload, server: e.server }));
+  return { ...taskView(task), history };
+}
+
+function claimIn(svc: Services, tx: StoreWriter, room: RoomRow, task: TaskState, agent: BoardAgent, leaseS: number, payload: Record<string, unknown>, sig: EventSig | undefined) {
+  const token = crypto.randomBytes(32).toString("base64url");
+  const server = definedFields({
+    task_id: payload.task_id === undefined ? task.id : undefined,
+    lease_until: isoAfter(svc, leaseS),
+    lease_hash: hashToken(token),
+    attempt: task.attempt + 1,
+  });
+  const { appended, board } = appendTaskEvent(svc, tx, room, { type: "task.claimed", actor: agent.agent_id, payload, server, sig }, { tasks: [task], agents: [agent] });
+  return { task: taskView(board.tasks[0]!), lease_token: token, receipt: appended.receipt };
+}
+
+export function claimTask(svc: Services, rawRoomId: string, rawTaskId: string, input: ClaimTaskInput) {
+  return writeTx(svc, (tx) => {
+    const room = requireOpenRoom(svc, rawRoomId, tx);
+    const task = requireTask(tx, room, rawTaskId);
+    requireRevision(task, input.base_revision);
+    const agent = liveAgent(svc, tx, room.uuid, input.agent_id);
+    const refusal = decideClaim(task, agent, isoNow(svc));
+    if (refusal) throw new ParleyError(refusal.code, refusal.detail);
+    const payload = definedFields({ task_id: task.id, lease_s: input.lease_s, base_revision: input.base_revision });
+    const sig = sign(svc, tx, room, "task.claimed", input.agent_id, payload, input.sig);
+    return claimIn(svc, tx, room, task, agent!, input.lease_s ?? LEASE_S_DEFAULT, payload, sig);
+  });
+}
+
+/** The highest-priority, then oldest, open task this agent may claim; `{task: null}` when none. */
+export function claimNextTask(svc: Services, rawRoomId: string, input: ClaimNextInput) {
+  return writeTx(svc, (tx) => {
+    const room = requireOpenRoom(svc, rawRoomId, tx);
+    const agent = liveAgent(svc, tx, room.uuid, input.agent_id);
+    if (!agent) throw new ParleyError("capability_mismatch", "Join the room's board first: POST /api/rooms/{id}/agents {agent_id, capabilities}.");
+    const next = pickNext(tx.listTasks(room.uuid, "open"), agent, isoNow(svc));
+    if (!next) return { task: null };
+    const payload = definedFields({ lease_s: input.lease_s });
+    const sig = sign(svc, tx, room, "task.claimed", input.agent_id, payload, input.sig);
+    return claimIn(svc, tx, room, next as TaskState, agent, input.lease_s ?? LEASE_S_DEFAULT, payload, sig);
+  });
+}
+
+/** The lease holder's writes: the token must match the current lease (constant-time) and not have run out. */
+function requireLease(svc: Services, task: TaskState, agentId: string, token: string): void {
+  const given = Buffer.from(hashToken(token), "hex");
+  const held = task.status === "claimed" && task.lease_hash !== null ? Buffer.from(task.lease_hash, "hex") : null;
+  if (!held || held.length !== given.length || !crypto.timingSafeEqual(given, held) || task.claimant !== agentId) {
+    throw new ParleyError("lease_conflict", `You do not hold the lease on task ${task.id} (it is ${task.status}${task.claimant ? `, claimed by "${task.claimant}"` : ""}). Claim it again if it is open.`);
+  }
+  if (task.lease_until !== null && task.lease_until <= isoNow(svc)) {
+    throw new ParleyError("lease_expired", `Your lease on task ${task.id} ran out at ${task.lease_until}; it will be released. Claim it again if it is open.`);
+  }
+}
+
+type LeasedInput = { agent_id: string; lease_token: string; base_revision?: number; sig?: JoinBoardInput["sig"] };
+
+function leasedWrite(
+  svc: Services,
+  rawRoomId: string,
+  rawTaskId: string,
+  input: LeasedInput,
+  type: string,
+  fields: Record<string, unknown>,
+  server: (task: TaskState) => Record<string, unknown> = () => ({}),
+) {
+  return writeTx(svc, (tx) => {
+    const room = requireOpenRoom(svc, rawRoomId, tx);
+    const task = requireTask(tx, room, rawTaskId);
+    requireRevision(task, input.base_revision);
+    requireLease(svc, task, input.agent_id, input.lease_token);
+    const payload = definedFields({ task_id: task.id, ...fields, base_revision: input.base_revision });
+    const sig = sign(svc, tx, room, type, input.agent_id, payload, input.sig);
+    const { appended, board } = appendTaskEvent(svc, tx, room, { type, actor: input.agent_id, payload, server: server(task), sig }, { tasks: [task], agents: actorPart(tx, room.uuid, input.agent_id) });
+    return { task: taskView(board.tasks[0]!), receipt: appended.receipt };
+  });
+}
+
+export function heartbeatTask(svc: Services, room: string, tid: string, input: HeartbeatTaskInput) {
+  return leasedWrite(svc, room, tid, input, "task.heartbeat", { lease_s: input.lease_s, progress: input.progress }, (task) => {
+    const extended = isoAfter(svc, input.lease_s ?? LEASE_S_DEFAULT);
+    return { lease_until: task.lease_until !== null && task.lease_until > extended ? task.lease_until : extended };
+  });
+}
+
+export const releaseTask = (svc: Services, room: string, tid: string, input: ReleaseTaskInput) =>
+  leasedWrite(svc, room, tid, input, "task.released", {}, () => ({ reason: "released", failure: false }));
+
+export const failTask = (svc: Services, room: string, tid: string, input: FailTaskInput) =>
+  leasedWrite(svc, room, tid, input, "task.failed", { reason: input.reason });
+
+export const handoffTask = (svc: Services, room: string, tid: string, input: HandoffTaskInput) =>
+  leasedWrite(svc, room, tid, input, "task.handoff", { to_agent: input.to_agent, to_capability: input.to_capability, note: input.note, window_s: input.window_s }, () => ({
+    until: isoAfter(svc, input.window_s ?? HANDOFF_WINDOW_S_DEFAULT),
+  }));
+
+export const submitTask = (svc: Services, room: string, tid: string, input: SubmitTaskInput) =>
+  leasedWrite(svc, room, tid, input, "task.submitted", { status: input.status, summary: input.summary, artifacts: input.artifacts, duration_s: input.duration_s });
+
+/** By the named reviewer, the creator or the room owner; never by the claimant (by name or by key). */
+export function reviewTask(svc: Services, rawRoomId: string, rawTaskId: string, input: ReviewTaskInput, bearer: string | undefined) {
+  return writeTx(svc, (tx) => {
+    const room = requireOpenRoom(svc, rawRoomId, tx);
+    const task = requireTask(tx, room, rawTaskId);
+    requireRevision(task, input.base_revision);
+    if (task.status !== "submitted") throw new ParleyError("invalid_transition", `Task ${task.id} is ${task.status}; only a submitted task can be reviewed.`);
+    const payload = definedFields({ task_id: task.id, decision: input.decision, note: input.note, base_revision: input.base_revision });
+    let actor = "owner";
+    let sig: EventSig | undefined;
+    if (bearer && !input.agent_id) requireOwner(svc, room, bearer);
+    else {
+      if (!input.agent_id) throw new ParleyError("forbidden", "Reviewing needs your agent_id (the named reviewer or the creator), or the room owner's token.");
+      const self = (why: string) => new ParleyError("self_review", `Task ${task.id} was done by "${task.claimant}"; ${why}. Completed is not accepted: someone else must review it.`);
+      if (input.agent_id === task.claimant) throw self("its claimant cannot review it");
+      sig = sign(svc, tx, room, "task.reviewed", input.agent_id, payload, input.sig);
+      const claimantKeys = new Set([task.claimant_key, task.claimant ? tx.agentKey(room.uuid, task.claimant)?.pubkeyHex : null].filter((k): k is string => !!k));
+      const reviewerKey = sig?.pubkey_hex ?? tx.agentKey(room.uuid, input.agent_id)?.pubkeyHex ?? null;
+      if (reviewerKey && claimantKeys.has(reviewerKey)) throw self("this review is signed with the claimant's key");
+      if (input.agent_id !== task.reviewer && input.agent_id !== task.created_by) {
+        if (bearer) requireOwner(svc, room, bearer);
+        else throw new ParleyError("forbidden", `Only the named reviewer${task.reviewer ? ` ("${task.reviewer}")` : ""}, the creator ("${task.created_by}") or the room owner may review task ${task.id}.`);
+      }
+      actor = input.agent_id;
+    }
+    const server = input.decision === "needs_fix" ? { until: isoAfter(svc, HANDOFF_WINDOW_S_DEFAULT) } : {};
+    const agents = actor === "owner" ? [] : actorPart(tx, room.uuid, actor);
+    const { appended, board } = appendTaskEvent(svc, tx, room, { type: "task.reviewed", actor, payload, server, sig }, { tasks: [task], agents });
+    return { task: taskView(board.tasks[0]!), receipt: appended.receipt };
+  });
+}
+
+/** By the creator (agent_id, with its key when pinned) or the room owner (token). */
+export function cancelTask(svc: Services, rawRoomId: string, rawTaskId: string, input: CancelTaskInput, bearer: string | undefined) {
+  return writeTx(svc, (tx) => {
+    const room = requireOpenRoom(svc, rawRoomId, tx);
+    const task = requireTask(tx, room, rawTaskId);
+    requireRevision(task, input.base_revision);
+    if (TERMINAL_STATUSES.has(task.status)) throw new ParleyError("invalid_transition", `Task ${task.id} is already ${task.status}.`);
+    const payload = definedFields({ task_id: task.id, reason: input.reason, base_revision: input.base_revision });
+    let actor = "owner";
+    let sig: EventSig | undefined;
+    if (bearer && !input.agent_id) requireOwner(svc, room, bearer);
+    else {
+      if (!input.agent_id) throw new ParleyError("forbidden", "Cancelling needs the creator's agent_id or the room owner's token.");
+      if (input.agent_id !== task.created_by) {
+        throw new ParleyError("forbidden", `Only the task's creator ("${task.created_by}") or the room owner may cancel task ${task.id}.`);
+      }
+      sig = sign(svc, tx, room, "task.cancelled", input.agent_id, payload, input.sig);
+      actor = input.agent_id;
+    }
+    const agents = actor === "owner" ? [] : actorPart(tx, room.uuid, actor);
+    const { appended, board } = appendTaskEvent(svc, tx, room, { type: "task.cancelled", actor, payload, sig }, { tasks: [task], agents });
+    return { task: taskView(board.tasks[0]!), receipt: appended.receipt as Receipt };
+  });
+}
+
+// ---- the sweeper ----
+
+function sweepableRoom(svc: Services, tx: StoreWriter, uuid: string): RoomRow | undefined {
+  const room = tx.getRoom(uuid);
+  return room && room.status !== "expired" && !isExpired(room, isoNow(svc)) ? room : undefined;
+}
+
+/**
+ * Marks agents silent for 3 heartbeat intervals as lost (their leases are released without a
+ * failure), then releases the leases that ran out (a failure each; the budget may fail the task).
+ * Called from the server's sweeper interval, and by tests with a manual clock.
+ */
+export function sweepBoards(svc: Services, batch = 100): { lost: number; released: number } {
+  let lost = 0;
+  let released = 0;
+  const cutoff = new Date(svc.clock.now() - LOST_AFTER_INTERVALS * heartbeatMs(svc)).toISOString();
+  for (;;) {
+    const silent = svc.store.silentAgents(cutoff, batch);
+    for (const { room: uuid, agentId } of silent) {
+      writeTx(svc, (tx) => {
+        let room = sweepableRoom(svc, tx, uuid);
+        const agent = tx.getBoardAgent(uuid, agentId);
+        if (!agent || agent.lost || agent.last_seen > cutoff) return;
+        if (!room) {
+          tx.saveBoardAgent(uuid, { ...agent, lost: true }); // the room is gone: nothing to log
+          return;
+        }
+        room = appendTaskEvent(svc, tx, room, { type: "agent.lost", actor: "server", payload: { agent_id: agentId } }, { agents: [agent] }).appended.room;
+        lost++;
+        for (const task of tx.listTasks(uuid, "claimed").filter((t) => t.claimant === agentId)) {
+          room = appendTaskEvent(svc, tx, room, { type: "task.released", actor: "server", payload: { task_id: task.id }, server: { reason: "agent_lost", failure: false } }, { tasks: [task] }).appended.room;
+          released++;
+        }
+      });
+    }
+    if (silent.length < batch) break;
+  }
+  for (;;) {
+    const now = isoNow(svc);
+    const expired = svc.store.expiredLeases(now, batch);
+    for (const { room: uuid, id } of expired) {
+      writeTx(svc, (tx) => {
+        const room = sweepableRoom(svc, tx, uuid);
+        const task = tx.getTask(uuid, id);
+        if (!task || task.status !== "claimed" || task.lease_until === null || task.lease_until > now) return;
+        if (!room) {
+          tx.saveTask(uuid, { ...task, status: "open", claimant: null, claimant_key: null, lease_until: null, lease_hash: null });
+          return;
+        }
+        const reason = `lease of "${task.claimant}" ran out at ${task.lease_until}`;
+        appendTaskEvent(svc, tx, room, { type: "task.released", actor: "server", payload: { task_id: task.id }, server: { reason, failure: true } }, { tasks: [task] });
+        released++;
+      });
+    }
+    if (expired.length < batch) break;
+  }
+  return { lost, released };
+}
