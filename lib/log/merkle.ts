@@ -29,6 +29,26 @@ function splitPoint(n: number): number {
 // BigInt so sizes past 2^31 do not wrap in 32-bit bitwise operators.
 const isPow2 = (n: number) => n > 0 && (BigInt(n) & BigInt(n - 1)) === 0n;
 
+/**
+ * A memoised MTH over a growing list of leaves: the root of an aligned perfect subtree never
+ * changes once its leaves exist, so it is computed once; any other range costs O(log n) hashes.
+ */
+export function memoisedSubtree(leaves: Uint8Array[], memo: Map<string, Uint8Array>): SubtreeHash {
+  const mth = (start: number, end: number): Uint8Array => {
+    const n = end - start;
+    if (n === 0) return EMPTY_ROOT;
+    if (n === 1) return leaves[start];
+    const key = isPow2(n) ? `${start}:${n}` : null;
+    const known = key ? memo.get(key) : undefined;
+    if (known) return known;
+    const k = splitPoint(n);
+    const root = nodeHash(mth(start, start + k), mth(start + k, end));
+    if (key) memo.set(key, root);
+    return root;
+  };
+  return mth;
+}
+
 /** MTH(leaves[start:end]). */
 export function subtreeRoot(leaves: Uint8Array[], start: number, end: number): Uint8Array {
   const n = end - start;
@@ -101,8 +121,11 @@ function checkRange(leaves: Uint8Array[], size: number) {
   }
 }
 
+/** MTH over leaves[start:end]; a server may pass a memoised one (perfect subtrees never change). */
+export type SubtreeHash = (start: number, end: number) => Uint8Array;
+
 /** PATH(index, D[0:size]) (RFC 9162 §2.1.3.1). Throws on out-of-range input. */
-export function inclusionProof(leaves: Uint8Array[], index: number, size: number): Uint8Array[] {
+export function inclusionProof(leaves: Uint8Array[], index: number, size: number, subtree: SubtreeHash = (a, b) => subtreeRoot(leaves, a, b)): Uint8Array[] {
   checkRange(leaves, size);
   if (!Number.isSafeInteger(index) || index < 0 || index >= size) {
     throw new Error(`merkle: index ${index} not in a tree of size ${size}`);
@@ -112,8 +135,8 @@ export function inclusionProof(leaves: Uint8Array[], index: number, size: number
     if (n === 1) return [];
     const k = splitPoint(n);
     return m < k
-      ? [...path(m, start, start + k), subtreeRoot(leaves, start + k, end)]
-      : [...path(m - k, start + k, end), subtreeRoot(leaves, start, start + k)];
+      ? [...path(m, start, start + k), subtree(start + k, end)]
+      : [...path(m - k, start + k, end), subtree(start, start + k)];
   };
   return path(index, 0, size);
 }
@@ -156,7 +179,7 @@ export function verifyInclusion(
 }
 
 /** PROOF(m, D[0:n]) (RFC 9162 §2.1.4.1). Empty for m == n; throws for m == 0 or m > n. */
-export function consistencyProof(leaves: Uint8Array[], m: number, n: number): Uint8Array[] {
+export function consistencyProof(leaves: Uint8Array[], m: number, n: number, subtree: SubtreeHash = (a, b) => subtreeRoot(leaves, a, b)): Uint8Array[] {
   checkRange(leaves, n);
   if (!Number.isSafeInteger(m) || m < 1 || m > n) {
     throw new Error(`merkle: no consistency proof from ${m} to ${n}`);
@@ -165,11 +188,11 @@ export function consistencyProof(leaves: Uint8Array[], m: number, n: number): Ui
   // to the verifier, so it is left out.
   const sub = (m: number, start: number, end: number, b: boolean): Uint8Array[] => {
     const n = end - start;
-    if (m === n) return b ? [] : [subtreeRoot(leaves, start, end)];
+    if (m === n) return b ? [] : [subtree(start, end)];
     const k = splitPoint(n);
     return m <= k
-      ? [...sub(m, start, start + k, b), subtreeRoot(leaves, start + k, end)]
-      : [...sub(m - k, start + k, end, false), subtreeRoot(leaves, start, start + k)];
+      ? [...sub(m, start, start + k, b), subtree(start + k, end)]
+      : [...sub(m - k, start + k, end, false), subtree(start, start + k)];
   };
   return sub(m, 0, n, true);
 }

@@ -2,7 +2,7 @@ import { ParleyError } from "../errors";
 import type { Projections } from "../domain/replay";
 import { publicTask } from "../domain/tasks";
 import { bytesToBase64, bytesToHex, hexToBytes } from "../log/bytes";
-import { consistencyProof, inclusionProof, rootOf } from "../log/merkle";
+import { consistencyProof, inclusionProof, memoisedSubtree, type SubtreeHash } from "../log/merkle";
 import { BUNDLE_FORMAT, verifyBundle, type RoomBundle, type VerifyReport } from "../log/verify";
 import type { RoomRow } from "../store/types";
 import type { Services } from "./context";
@@ -77,23 +77,46 @@ function treeSize(room: RoomRow, name: string, value: number | undefined, min: n
   return size;
 }
 
-const leavesOf = (svc: Services, room: RoomRow, size: number) => svc.store.leafHashes(room.uuid, size).map(hexToBytes);
-const rootAt = (svc: Services, room: RoomRow, size: number, leaves: Uint8Array[]) =>
-  size === room.headSize ? room.headRoot : bytesToBase64(rootOf(leaves.slice(0, size)));
+interface ProofTree {
+  leaves: Uint8Array[];
+  subtree: SubtreeHash;
+}
+const proofTrees = new WeakMap<Services, Map<string, ProofTree>>();
+const PROOF_TREE_ROOMS = 64;
+
+/**
+ * A room's leaves and memoised perfect-subtree roots, kept between proof requests and extended
+ * with the leaves appended since: a proof costs O(log n) hashes, not a rehash of the room.
+ */
+function proofTree(svc: Services, room: RoomRow): ProofTree {
+  let rooms = proofTrees.get(svc);
+  if (!rooms) proofTrees.set(svc, (rooms = new Map()));
+  let tree = rooms.get(room.uuid);
+  if (!tree) {
+    if (rooms.size >= PROOF_TREE_ROOMS) rooms.delete(rooms.keys().next().value!);
+    const leaves: Uint8Array[] = [];
+    tree = { leaves, subtree: memoisedSubtree(leaves, new Map()) };
+    rooms.set(room.uuid, tree);
+  }
+  if (tree.leaves.length < room.headSize) {
+    for (const hex of svc.store.leafHashes(room.uuid, room.headSize, tree.leaves.length)) tree.leaves.push(hexToBytes(hex));
+  }
+  return tree;
+}
 
 /** RFC 9162 inclusion proof of event `seq` in the tree of `size` events (default: the current one). */
 export function inclusionProofFor(svc: Services, rawRoomId: string, seq: number, size?: number) {
   const room = requireRoom(svc, rawRoomId);
   const n = treeSize(room, "size", size, 1);
   if (seq < 1 || seq > n) throw new ParleyError("validation_error", `seq: must be between 1 and the tree size ${n}.`);
-  const leaves = leavesOf(svc, room, n);
+  const { leaves, subtree } = proofTree(svc, room);
   return {
     seq,
     size: n,
     leaf_index: seq - 1,
     leaf_hash: bytesToHex(leaves[seq - 1]!),
-    proof: inclusionProof(leaves, seq - 1, n).map(bytesToBase64),
-    root: rootAt(svc, room, n, leaves),
+    proof: inclusionProof(leaves, seq - 1, n, subtree).map(bytesToBase64),
+    root: bytesToBase64(subtree(0, n)),
     checkpoint: svc.store.checkpointAt(room.uuid, n)!,
   };
 }
@@ -103,12 +126,12 @@ export function consistencyProofFor(svc: Services, rawRoomId: string, from: numb
   const room = requireRoom(svc, rawRoomId);
   const n = treeSize(room, "to", to, 1);
   if (from < 1 || from > n) throw new ParleyError("validation_error", `from: must be between 1 and to (${n}).`);
-  const leaves = leavesOf(svc, room, n);
+  const { leaves, subtree } = proofTree(svc, room);
   return {
     from,
     to: n,
-    proof: consistencyProof(leaves, from, n).map(bytesToBase64),
-    from_root: bytesToBase64(rootOf(leaves.slice(0, from))),
-    to_root: rootAt(svc, room, n, leaves),
+    proof: consistencyProof(leaves, from, n, subtree).map(bytesToBase64),
+    from_root: bytesToBase64(subtree(0, from)),
+    to_root: bytesToBase64(subtree(0, n)),
   };
 }

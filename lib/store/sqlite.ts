@@ -72,7 +72,7 @@ export function openSqliteStore(dataDir: string): Store {
   const leafHashes = db
     .select({ leafHash: events.leafHash })
     .from(events)
-    .where(and(eq(events.room, p("room")), lte(events.seq, p("size"))))
+    .where(and(eq(events.room, p("room")), gt(events.seq, p("after")), lte(events.seq, p("size"))))
     .orderBy(asc(events.seq))
     .prepare();
   const checkpointAt = db
@@ -170,7 +170,7 @@ export function openSqliteStore(dataDir: string): Store {
     tailMessages: (room: string, limit: number) => tailMessages.all({ room, limit }).reverse(),
     hasMessage: (room: string, seq: number) => hasMessage.get({ room, seq }) !== undefined,
     listEvents: (room: string, since: number, limit: number) => listEvents.all({ room, since, limit }),
-    leafHashes: (room: string, size: number) => leafHashes.all({ room, size }).map((r) => r.leafHash),
+    leafHashes: (room: string, size: number, after = 0) => leafHashes.all({ room, size, after }).map((r) => r.leafHash),
     checkpointAt: (room: string, size: number) => checkpointAt.get({ room, size })?.checkpoint,
     agentKey: (room: string, agent: string) => agentKey.get({ room, agent }),
     ping: () => void sqlite.prepare("select 1").get(),

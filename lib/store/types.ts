@@ -32,8 +32,8 @@ export interface StoreReader {
   hasMessage(room: string, seq: number): boolean;
   /** Events with seq > since, oldest first. */
   listEvents(room: string, since: number, limit: number): EventRow[];
-  /** Leaf hashes (hex) of events 1..size, in order. */
-  leafHashes(room: string, size: number): string[];
+  /** Leaf hashes (hex) of events after..size (exclusive, inclusive), in order. */
+  leafHashes(room: string, size: number, after?: number): string[];
   /** The signed checkpoint of the tree of `size` events. */
   checkpointAt(room: string, size: number): string | undefined;
   agentKey(room: string, agentId: string): { pubkeyHex: string | null } | undefined;
