@@ -5,7 +5,7 @@
  */
 import fs from "node:fs";
 import { hexToBytes } from "../lib/log/bytes";
-import { ed25519Verify } from "../lib/services/server-key";
+import { ed25519VerifyAsync } from "../lib/services/server-key";
 import { verifyBundle, type RoomBundle, type VerifyReport } from "../lib/log/verify";
 import { verifyRoom } from "../lib/services/verify";
 import { ATTACKS, buildDemoRoom } from "./tamper";
@@ -64,7 +64,7 @@ async function verifyCommand(args: string[]): Promise<number> {
   if (bundle?.format !== "parley-room-bundle/1" || !Array.isArray(bundle.events)) throw new UsageError("not a parley-room-bundle/1 file");
   if (key && hexToBytes(key).length !== 32) throw new UsageError("--key must be 64 hex digits");
   const report = await verifyBundle(bundle, {
-    verify: ed25519Verify,
+    verify: ed25519VerifyAsync,
     checkpoint,
     trustedKey: key ? { key_name: bundle.server_key.key_name, pubkey_hex: key.toLowerCase() } : undefined,
   });

@@ -38,15 +38,39 @@ export function serverKeyFromSeed(seed: Uint8Array, keyName: string): ServerKey 
 }
 
 const SPKI_ED25519_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
+const publicKeys = new Map<string, crypto.KeyObject>();
+
+/** Imported public keys, kept: a room's checkpoints all verify against the same one or few. */
+function publicKey(pubkey: Uint8Array): crypto.KeyObject {
+  const hex = Buffer.from(pubkey).toString("hex");
+  let key = publicKeys.get(hex);
+  if (!key) {
+    if (publicKeys.size >= 1024) publicKeys.delete(publicKeys.keys().next().value!);
+    key = crypto.createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, pubkey]), format: "der", type: "spki" });
+    publicKeys.set(hex, key);
+  }
+  return key;
+}
 
 export function ed25519Verify(pubkey: Uint8Array, message: Uint8Array, signature: Uint8Array): boolean {
   if (pubkey.length !== 32 || signature.length !== 64) return false;
   try {
-    const key = crypto.createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, pubkey]), format: "der", type: "spki" });
-    return crypto.verify(null, message, key, signature);
+    return crypto.verify(null, message, publicKey(pubkey), signature);
   } catch {
     return false;
   }
+}
+
+/** The same check on libuv's thread pool: a long verification uses every core. */
+export function ed25519VerifyAsync(pubkey: Uint8Array, message: Uint8Array, signature: Uint8Array): Promise<boolean> {
+  if (pubkey.length !== 32 || signature.length !== 64) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    try {
+      crypto.verify(null, message, publicKey(pubkey), signature, (err, ok) => resolve(!err && ok));
+    } catch {
+      resolve(false);
+    }
+  });
 }
 
 /** Loads the seed file, creating it (mode 0600) on first start. The seed is never logged or exported. */

@@ -9,7 +9,7 @@ import type { Services } from "./context";
 import { eventFromRow } from "./events";
 import { messageFromRow } from "./messages";
 import { requireRoom } from "./rooms";
-import { ed25519Verify } from "./server-key";
+import { ed25519VerifyAsync } from "./server-key";
 
 const ALL = Number.MAX_SAFE_INTEGER;
 
@@ -62,7 +62,7 @@ export function exportRoom(svc: Services, rawRoomId: string): RoomBundle {
 /** POST /verify: the shared verifier over the stored log, with the server's own key. */
 export function verifyRoom(svc: Services, rawRoomId: string, opts: { checkpoint?: string } = {}): Promise<VerifyReport> {
   const { bundle, leafHashes } = readBundle(svc, requireRoom(svc, rawRoomId));
-  return verifyBundle(bundle, { verify: ed25519Verify, trustedKey: serverKeyRef(svc), storedLeafHashes: leafHashes, checkpoint: opts.checkpoint });
+  return verifyBundle(bundle, { verify: ed25519VerifyAsync, trustedKey: serverKeyRef(svc), storedLeafHashes: leafHashes, checkpoint: opts.checkpoint });
 }
 
 export function latestCheckpoint(svc: Services, rawRoomId: string): string {

@@ -15,13 +15,14 @@ import { loadConfig } from "../../lib/config";
 import { signAgentWrite } from "../../lib/log/event";
 import { nobleVerify } from "../../lib/log/ed25519";
 import { verifyBundle, type RoomBundle } from "../../lib/log/verify";
-import { ed25519Verify, serverKeyFromSeed } from "../../lib/services/server-key";
+import { ed25519VerifyAsync, serverKeyFromSeed } from "../../lib/services/server-key";
 import { createServices } from "../../lib/services";
 import { postMessage } from "../../lib/services/messages";
 import { createRoom } from "../../lib/services/rooms";
 import { loadOrCreateServerKey } from "../../lib/services/server-key";
 import { openSqliteStore } from "../../lib/store/sqlite";
 import { launchChromium } from "../helpers/browser";
+import { arbiterFigures } from "./arbiter";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const DURATION = Number(process.env.BENCH_SECONDS ?? 5);
@@ -167,7 +168,7 @@ async function verifyFigures(base: string): Promise<void> {
   report("Verify online (POST /verify), 10,000 events", `${(performance.now() - t0).toFixed(0)} ms, ${online.verdict}`);
   const bundle = (await json(base, "GET", `/api/rooms/${room}/export`)) as RoomBundle;
   t0 = performance.now();
-  const offline = await verifyBundle(bundle, { verify: ed25519Verify });
+  const offline = await verifyBundle(bundle, { verify: ed25519VerifyAsync });
   report("Verify offline (node:crypto, as parley verify), 10,000 events", `${(performance.now() - t0).toFixed(0)} ms, ${offline.verdict}`);
   t0 = performance.now();
   const pure = await verifyBundle(bundle, { verify: nobleVerify });
@@ -280,9 +281,22 @@ async function deliveryLatency(base: string, child: ChildProcess) {
   return rssStreams;
 }
 
+/** This machine's ceiling: a do-nothing node:http server under the same load generator. */
+async function baseline(): Promise<void> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["-e", `require("http").createServer((q, s) => s.end("ok")).listen(${port}, "127.0.0.1")`], { stdio: "ignore" });
+  try {
+    await new Promise((r) => setTimeout(r, 500));
+    report("Baseline: empty node:http server, 64 connections", fmt(await cannon({ url: `http://127.0.0.1:${port}/`, connections: 64 })));
+  } finally {
+    child.kill();
+  }
+}
+
 async function main() {
   console.log(`Parley benchmark — ${new Date().toISOString()} — ${os.cpus().length} cores, ${os.cpus()[0]?.model}, Node ${process.version}`);
   if (!fs.existsSync(path.join(ROOT, ".next", "BUILD_ID"))) execFileSync("npx", ["next", "build"], { cwd: ROOT, stdio: "inherit" });
+  await baseline();
   const { base, child } = await startChild();
   try {
     await new Promise((r) => setTimeout(r, 1000));
@@ -307,6 +321,8 @@ async function main() {
 
     const rssStreams = await deliveryLatency(base, child);
     report("RSS with 1,000 SSE connections", `${rssStreams.toFixed(0)} MB`);
+
+    await arbiterFigures(report);
 
     const single = await inProcessAppendRate(1);
     report("In-process append, one at a time (no HTTP)", `${Math.round(single).toLocaleString("en")} appends/s`);
