@@ -11,6 +11,7 @@ import { setServices } from "./lib/runtime";
 import { createServices } from "./lib/services";
 import type { Clock, Services } from "./lib/services/context";
 import { roomIsExpired, sweepExpiredRooms } from "./lib/services/rooms";
+import { sweepBoards } from "./lib/services/tasks";
 import { loadOrCreateServerKey } from "./lib/services/server-key";
 import { openSqliteStore } from "./lib/store/sqlite";
 
@@ -102,6 +103,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const sweeper = setInterval(() => {
     try {
       sweepExpiredRooms(svc);
+      sweepBoards(svc); // task board: lost agents and leases that ran out
       svc.limiter.prune();
     } catch (err) {
       console.error("sweeper:", err);

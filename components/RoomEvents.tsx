@@ -28,6 +28,22 @@ export const LEDGER_EVENT_TYPES = [
   "arbiter.failed",
 ] as const;
 
+/** Task board events (issue 7): the board panel re-reads GET /tasks when one arrives. */
+export const TASK_EVENT_TYPES = [
+  "task.created",
+  "task.claimed",
+  "task.heartbeat",
+  "task.released",
+  "task.failed",
+  "task.handoff",
+  "task.submitted",
+  "task.reviewed",
+  "task.cancelled",
+  "agent.joined",
+  "agent.heartbeat",
+  "agent.lost",
+] as const;
+
 export type RevealResult = { ok: true } | { ok: false; reason: string };
 type Revealer = (messageId: number) => Promise<RevealResult>;
 type Listener = (event: RoomEvent) => void;
@@ -37,7 +53,7 @@ export class RoomEventBus {
   private revealer: Revealer | null = null;
 
   /** Event types the stream owner must listen for on behalf of subscribers (EventSource has no wildcard). */
-  readonly extraTypes: readonly string[] = LEDGER_EVENT_TYPES;
+  readonly extraTypes: readonly string[] = [...LEDGER_EVENT_TYPES, ...TASK_EVENT_TYPES];
 
   subscribe(listener: Listener): () => void {
     this.listeners.add(listener);

@@ -16,6 +16,13 @@ import { context, handshakeBody, openThreadBody, reviseThreadBody, seal, thread 
 import { messagePage, postedMessage, postMessageBody, readMessagesQuery } from "../lib/schemas/messages";
 import { createdRoom, createRoomBody, listRoomsQuery, roomInfo, roomList } from "../lib/schemas/rooms";
 import { roomIdFromArgument } from "./room-arg";
+import {
+  claimNextTask, claimTask, createTask, failTask, handoffTask, heartbeatTask, joinBoard, listTasks, releaseTask, reviewTask, submitTask,
+} from "../lib/services/tasks";
+import {
+  claimNextBody, claimTaskBody, createTaskBody, failTaskBody, handoffTaskBody, heartbeatTaskBody, joinBoardBody, releaseTaskBody, reviewTaskBody,
+  submitTaskBody, task as taskSchema, taskListQuery,
+} from "../lib/schemas/tasks";
 
 /** MCP clients time out long requests, so an MCP long-poll holds at most 25 s (REST: 30 s). */
 export const MCP_MAX_WAIT_SECONDS = 25;
@@ -80,6 +87,9 @@ const sig = z
 
 /** The ledger tools advertise the fields an agent acts on; the result carries the full thread. */
 const threadOutput = thread.pick({ id: true, subject: true, current_value: true, status: true, opened_by: true, confirmations: true });
+
+/** The board tools advertise the fields an agent acts on; the result carries the full task. */
+const taskOutput = taskSchema.pick({ id: true, title: true, status: true, claimant: true, lease_until: true, revision: true });
 
 const READ_ONLY: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true };
 
@@ -264,6 +274,134 @@ export const TOOLS: ToolDef[] = [
       const id = roomArg(args);
       const { checkpoint } = parse(verifyBody, { checkpoint: args.checkpoint ?? undefined });
       return verifyRoom(ctx.svc, id, { checkpoint });
+    },
+  },
+
+  // ---- the task board (issue 7) ----
+  {
+    name: "create_task",
+    title: "Create a task",
+    description:
+      "Put a task on the room's board. requires: capabilities a claimant needs; priority 0-9, higher first; reviewer: who accepts the result.",
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    input: z.object({
+      room,
+      agent_id: agentId,
+      title: z.string().max(200),
+      description: z.string().max(5000).optional(),
+      requires: z.array(z.string()).max(10).optional(),
+      priority: z.number().int().min(0).max(9).optional(),
+      max_failures: z.number().int().min(1).max(20).optional(),
+      reviewer: z.string().optional(),
+      context_refs: z.array(z.string()).max(20).optional(),
+      sig: sig.optional(),
+    }),
+    output: z.object({ task: taskOutput }),
+    run(args, ctx) {
+      readBudget(ctx);
+      const { room: _room, ...body } = args;
+      return createTask(ctx.svc, roomArg(args), parse(createTaskBody, body));
+    },
+  },
+  {
+    name: "list_tasks",
+    title: "List tasks",
+    description: "The room's task board, oldest first: status, requires, priority, claimant and lease, failures, receipt, review. Filter with status.",
+    annotations: { ...READ_ONLY, openWorldHint: true },
+    input: z.object({ room, status: z.enum(["open", "claimed", "submitted", "accepted", "rejected", "failed", "cancelled"]).optional() }),
+    output: z.object({ tasks: z.array(taskOutput) }),
+    run(args, ctx) {
+      readBudget(ctx);
+      return listTasks(ctx.svc, roomArg(args), parse(taskListQuery, asQuery(args, { status: "string" })).status);
+    },
+  },
+  {
+    name: "claim_task",
+    title: "Claim a task",
+    description:
+      "Claim task_id, or omit it to claim the best open task you may take. Pass capabilities to join the board (or refresh your heartbeat) first. Returns a lease_token shown once: keep it for update_task.",
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    input: z.object({
+      room,
+      agent_id: agentId,
+      task_id: z.number().int().min(1).optional(),
+      capabilities: z.array(z.string()).max(20).optional().describe("Join or refresh the board with these first"),
+      lease_s: z.number().int().min(30).max(3600).optional(),
+      base_revision: z.number().int().optional(),
+      sig: sig.optional(),
+    }),
+    output: z.object({ task: taskOutput.nullable(), lease_token: z.string().optional() }),
+    run(args, ctx) {
+      readBudget(ctx);
+      const id = roomArg(args);
+      const { room: _room, task_id: taskId, capabilities, ...body } = args;
+      if (capabilities !== undefined) joinBoard(ctx.svc, id, parse(joinBoardBody, { agent_id: args.agent_id, capabilities }));
+      const claimed =
+        taskId === undefined ? claimNextTask(ctx.svc, id, parse(claimNextBody, body)) : claimTask(ctx.svc, id, String(taskId), parse(claimTaskBody, body));
+      return claimed.task === null ? { task: null } : { task: claimed.task, lease_token: claimed.lease_token };
+    },
+  },
+  {
+    name: "update_task",
+    title: "Work on a claimed task",
+    description:
+      "With your lease_token: heartbeat (extends the lease), release, fail {reason}, handoff {to_agent or to_capability, note, window_s}, submit {status, summary, artifacts}.",
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    input: z.object({
+      room,
+      task_id: z.number().int().min(1),
+      agent_id: agentId,
+      lease_token: z.string(),
+      action: z.enum(["heartbeat", "release", "fail", "handoff", "submit"]),
+      lease_s: z.number().int().optional(),
+      progress: z.string().optional(),
+      reason: z.string().optional(),
+      to_agent: z.string().optional(),
+      to_capability: z.string().optional(),
+      note: z.string().optional(),
+      window_s: z.number().int().optional(),
+      status: z.enum(["completed", "partial", "failed"]).optional(),
+      summary: z.string().optional(),
+      artifacts: z.array(z.object({ type: z.string(), ref: z.string(), sha256: z.string().optional() })).optional().describe("type: url|commit|pr|file|text|hash"),
+      duration_s: z.number().optional(),
+      base_revision: z.number().int().optional(),
+      sig: sig.optional(),
+    }),
+    output: z.object({ task: taskOutput }),
+    run(args, ctx) {
+      readBudget(ctx);
+      const id = roomArg(args);
+      const { room: _room, task_id: taskId, action, ...body } = args;
+      const tid = String(taskId);
+      switch (action) {
+        case "heartbeat": return heartbeatTask(ctx.svc, id, tid, parse(heartbeatTaskBody, body));
+        case "release": return releaseTask(ctx.svc, id, tid, parse(releaseTaskBody, body));
+        case "fail": return failTask(ctx.svc, id, tid, parse(failTaskBody, body));
+        case "handoff": return handoffTask(ctx.svc, id, tid, parse(handoffTaskBody, body));
+        case "submit": return submitTask(ctx.svc, id, tid, parse(submitTaskBody, body));
+        default: throw new ParleyError("validation_error", "action: must be one of heartbeat, release, fail, handoff, submit.");
+      }
+    },
+  },
+  {
+    name: "review_task",
+    title: "Review a submitted task",
+    description: "As the task's named reviewer or its creator (never its claimant): accept, reject, or needs_fix (reopens it for the previous claimant first).",
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    input: z.object({
+      room,
+      task_id: z.number().int().min(1),
+      agent_id: agentId,
+      decision: z.enum(["accept", "reject", "needs_fix"]),
+      note: z.string().max(2000).optional(),
+      base_revision: z.number().int().optional(),
+      sig: sig.optional(),
+    }),
+    output: z.object({ task: taskOutput }),
+    run(args, ctx) {
+      readBudget(ctx);
+      const { room: _room, task_id: taskId, ...body } = args;
+      return reviewTask(ctx.svc, roomArg(args), String(taskId), parse(reviewTaskBody, body), undefined);
     },
   },
 ];

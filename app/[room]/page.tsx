@@ -6,11 +6,13 @@ import { LedgerPanel } from "../../components/LedgerPanel";
 import { RoomEventsProvider } from "../../components/RoomEvents";
 import { RoomFeed } from "../../components/RoomFeed";
 import { RoomHeader } from "../../components/RoomHeader";
+import { TaskBoard } from "../../components/TaskBoard";
 import { shortId } from "../../components/format";
 import { roomMarkdown } from "../../lib/instructions";
 import { getContext } from "../../lib/services/ledger";
 import { readMessages } from "../../lib/services/messages";
 import { getRoom } from "../../lib/services/rooms";
+import { listTasks } from "../../lib/services/tasks";
 import type { Services } from "../../lib/services/context";
 import { errorCode, pageContext } from "../_lib/context";
 
@@ -69,6 +71,7 @@ export default async function RoomPage({ params }: Props) {
   // Read after head.size, like the messages: a ledger change in between is on the stream too, and
   // the panel's re-read covers it.
   const ledger = getContext(svc, room.uuid);
+  const board = listTasks(svc, room.uuid).tasks;
   const instructions = roomMarkdown({
     url: room.url,
     uuid: room.uuid,
@@ -102,6 +105,7 @@ export default async function RoomPage({ params }: Props) {
           />
           <LedgerPanel roomId={room.uuid} initialContext={ledger} arbiterConfigured={svc.config.arbiterConfigured} quorum={roomQuorum(svc, room.uuid)} />
         </div>
+        <TaskBoard roomId={room.uuid} initialTasks={board} />
       </RoomEventsProvider>
       <IntegrityPanel key={`integrity-${room.uuid}`} roomId={room.uuid} headSize={room.head.size} />
     </div>

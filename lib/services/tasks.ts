@@ -23,6 +23,8 @@ import { requireOpenRoom, requireOwner, requireRoom } from "./rooms";
 import { checkAgentSignature } from "./signatures";
 
 const ALL = Number.MAX_SAFE_INTEGER;
+/** claim-next reads open tasks this many at a time. */
+const NEXT_PAGE = 8;
 
 /** The payload an agent sends and may sign: exactly the given fields, absent ones omitted. */
 function definedFields(obj: Record<string, unknown>): Record<string, unknown> {
@@ -166,7 +168,16 @@ export function claimNextTask(svc: Services, rawRoomId: string, input: ClaimNext
     const room = requireOpenRoom(svc, rawRoomId, tx);
     const agent = liveAgent(svc, tx, room.uuid, input.agent_id);
     if (!agent) throw new ParleyError("capability_mismatch", "Join the room's board first: POST /api/rooms/{id}/agents {agent_id, capabilities}.");
-    const next = pickNext(tx.listTasks(room.uuid, "open"), agent, isoNow(svc));
+    // Pages in claim order: usually the first open task is the one (no scan of the whole board).
+    const now = isoNow(svc);
+    let next: Task | null = null;
+    for (let priority = 9; priority >= 0 && !next; priority--) {
+      for (let offset = 0; !next; offset += NEXT_PAGE) {
+        const page = tx.openTasksAtPriority(room.uuid, priority, NEXT_PAGE, offset);
+        next = pickNext(page, agent, now);
+        if (page.length < NEXT_PAGE) break;
+      }
+    }
     if (!next) return { task: null };
     const payload = definedFields({ lease_s: input.lease_s });
     const sig = sign(svc, tx, room, "task.claimed", input.agent_id, payload, input.sig);
@@ -272,7 +283,7 @@ export function cancelTask(svc: Services, rawRoomId: string, rawTaskId: string, 
     const payload = definedFields({ task_id: task.id, reason: input.reason, base_revision: input.base_revision });
     let actor = "owner";
     let sig: EventSig | undefined;
-    if (bearer && !input.agent_id) requireOwner(svc, room, bearer);
+    if (bearer && input.agent_id !== task.created_by) requireOwner(svc, room, bearer);
     else {
       if (!input.agent_id) throw new ParleyError("forbidden", "Cancelling needs the creator's agent_id or the room owner's token.");
       if (input.agent_id !== task.created_by) {

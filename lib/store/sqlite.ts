@@ -113,17 +113,38 @@ export function openSqliteStore(dataDir: string): Store {
     .prepare();
 
   // ---- task board (issue 7) ----
+  const openAtPriority = db.select().from(tasks)
+    .where(and(eq(tasks.room, p("room")), eq(tasks.status, "open"), eq(tasks.priority, p("priority"))))
+    .orderBy(sql`rowid`).limit(p("limit")).offset(p("offset")).prepare();
+  const getTaskRow = db.select().from(tasks).where(and(eq(tasks.room, p("room")), eq(tasks.id, p("id")))).prepare();
+  const getBoardAgentRow = db.select().from(boardAgents).where(and(eq(boardAgents.room, p("room")), eq(boardAgents.agentId, p("agentId")))).prepare();
+  // The upserts on the claim path, prepared once (plain SQL: drizzle builds an upsert per call).
+  const upsertTask = sqlite.prepare(
+    `INSERT INTO tasks (room, id, status, priority, claimant, lease_until, lease_hash, data)
+     VALUES (@room, @id, @status, @priority, @claimant, @leaseUntil, @leaseHash, @data)
+     ON CONFLICT (room, id) DO UPDATE SET status = excluded.status, priority = excluded.priority, claimant = excluded.claimant,
+       lease_until = excluded.lease_until, lease_hash = excluded.lease_hash, data = excluded.data`,
+  );
+  const upsertBoardAgent = sqlite.prepare(
+    `INSERT INTO board_agents (room, agent_id, capabilities, auth, key_ref, last_seen, lost)
+     VALUES (@room, @agentId, @capabilities, @auth, @keyRef, @lastSeen, @lost)
+     ON CONFLICT (room, agent_id) DO UPDATE SET capabilities = excluded.capabilities, auth = excluded.auth, key_ref = excluded.key_ref,
+       last_seen = excluded.last_seen, lost = excluded.lost`,
+  );
   const board = {
     getTask: (room: string, id: number) => {
-      const row = db.select().from(tasks).where(and(eq(tasks.room, room), eq(tasks.id, id))).get();
+      const row = getTaskRow.get({ room, id });
       return row && toTask(row);
     },
     listTasks: (room: string, status?: TaskStatus) =>
       db.select().from(tasks).where(and(eq(tasks.room, room), status === undefined ? undefined : eq(tasks.status, status))).orderBy(asc(tasks.id)).all().map(toTask),
+    // rowid order is id order: a task's row is inserted with its task.created event and only updated after.
+    openTasksAtPriority: (room: string, priority: number, limit: number, offset: number) =>
+      openAtPriority.all({ room, priority, limit, offset }).map(toTask),
     listBoardAgents: (room: string) =>
       db.select().from(boardAgents).where(eq(boardAgents.room, room)).orderBy(asc(boardAgents.agentId)).all().map(toBoardAgent),
     getBoardAgent: (room: string, agentId: string) => {
-      const row = db.select().from(boardAgents).where(and(eq(boardAgents.room, room), eq(boardAgents.agentId, agentId))).get();
+      const row = getBoardAgentRow.get({ room, agentId });
       return row && toBoardAgent(row);
     },
     expiredLeases: (now: string, limit: number) =>
@@ -135,12 +156,10 @@ export function openSqliteStore(dataDir: string): Store {
   const boardWriter = {
     saveTask(room: string, t: TaskState) {
       const { status, priority, claimant, lease_until, lease_hash, ...rest } = t;
-      const row = { room, id: t.id, status, priority, claimant, leaseUntil: lease_until, leaseHash: lease_hash, data: JSON.stringify(rest) };
-      db.insert(tasks).values(row).onConflictDoUpdate({ target: [tasks.room, tasks.id], set: row }).run();
+      upsertTask.run({ room, id: t.id, status, priority, claimant, leaseUntil: lease_until, leaseHash: lease_hash, data: JSON.stringify(rest) });
     },
     saveBoardAgent(room: string, a: BoardAgent) {
-      const row = { room, agentId: a.agent_id, capabilities: JSON.stringify(a.capabilities), auth: a.auth, keyRef: a.key_ref, lastSeen: a.last_seen, lost: a.lost };
-      db.insert(boardAgents).values(row).onConflictDoUpdate({ target: [boardAgents.room, boardAgents.agentId], set: row }).run();
+      upsertBoardAgent.run({ room, agentId: a.agent_id, capabilities: JSON.stringify(a.capabilities), auth: a.auth, keyRef: a.key_ref, lastSeen: a.last_seen, lost: a.lost ? 1 : 0 });
     },
   };
 

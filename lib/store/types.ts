@@ -49,6 +49,8 @@ export interface StoreReader {
   getTask(room: string, id: number): TaskState | undefined;
   /** A room's tasks, oldest first; only those with this status when given. */
   listTasks(room: string, status?: TaskStatus): TaskState[];
+  /** Open tasks of one priority, oldest first, a page at a time (claim-next; served by the index alone). */
+  openTasksAtPriority(room: string, priority: number, limit: number, offset: number): TaskState[];
   listBoardAgents(room: string): BoardAgent[];
   getBoardAgent(room: string, agentId: string): BoardAgent | undefined;
   /** Claimed tasks whose lease ran out at `now` (any room): [room, task id]. */

@@ -23,6 +23,7 @@ import { loadOrCreateServerKey } from "../../lib/services/server-key";
 import { openSqliteStore } from "../../lib/store/sqlite";
 import { launchChromium } from "../helpers/browser";
 import { arbiterFigures } from "./arbiter";
+import { taskFigures } from "./tasks";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const DURATION = Number(process.env.BENCH_SECONDS ?? 5);
@@ -324,6 +325,7 @@ async function main() {
     report("RSS with 1,000 SSE connections", `${rssStreams.toFixed(0)} MB`);
 
     await arbiterFigures(report);
+    await taskFigures(report);
 
     const single = await inProcessAppendRate(1);
     report("In-process append, one at a time (no HTTP)", `${Math.round(single).toLocaleString("en")} appends/s`);

@@ -1,0 +1,70 @@
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { client, startTestServer } from "../helpers/server";
+import type { RunningServer } from "../../server";
+
+type Result = { isError?: boolean; structuredContent?: any; content: { type: string; text: string }[] };
+
+describe("MCP task board tools", () => {
+  let server: RunningServer;
+  let mcp: Client;
+  before(async () => {
+    server = await startTestServer();
+    mcp = new Client({ name: "parley-tests", version: "1.0.0" });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
+  });
+  after(async () => {
+    await mcp.close();
+    await server.close();
+  });
+  const call = async (name: string, args: Record<string, unknown>) => (await mcp.callTool({ name, arguments: args })) as Result;
+  const ok = async (name: string, args: Record<string, unknown>) => {
+    const r = await call(name, args);
+    assert.ok(!r.isError, `${name} failed: ${r.content[0]?.text}`);
+    return r.structuredContent;
+  };
+  const fails = async (name: string, args: Record<string, unknown>) => {
+    const r = await call(name, args);
+    assert.equal(r.isError, true, `${name} should fail`);
+    return JSON.parse(r.content[0]!.text) as { code: string; detail: string };
+  };
+
+  test("create → claim (joining with capabilities) → submit → review, the same rules as REST", async () => {
+    const room = (await client(server.url).room()).uuid;
+    const created = await ok("create_task", { room, agent_id: "planner", title: "Benchmark the parser", requires: ["bench"], reviewer: "checker", priority: 9 });
+    const tid = created.task.id as number;
+    assert.equal(created.task.status, "open");
+    assert.equal((await fails("claim_task", { room, agent_id: "coder", task_id: tid, capabilities: ["python"] })).code, "capability_mismatch");
+    const none = await ok("claim_task", { room, agent_id: "coder" });
+    assert.equal(none.task, null, "claim-next never hands out a task the agent lacks a capability for");
+    const claimed = await ok("claim_task", { room, agent_id: "bencher", capabilities: ["bench"] });
+    assert.equal(claimed.task.id, tid);
+    assert.equal(claimed.task.status, "claimed");
+    const token = claimed.lease_token as string;
+    assert.equal((await fails("claim_task", { room, agent_id: "bencher", task_id: tid })).code, "invalid_transition");
+    const hb = await ok("update_task", { room, task_id: tid, agent_id: "bencher", lease_token: token, action: "heartbeat", progress: "warming up" });
+    assert.equal(hb.task.status, "claimed");
+    assert.equal((await fails("update_task", { room, task_id: tid, agent_id: "bencher", lease_token: "wrong", action: "release" })).code, "lease_conflict");
+    const sub = await ok("update_task", { room, task_id: tid, agent_id: "bencher", lease_token: token, action: "submit", status: "completed", summary: "2x faster", artifacts: [{ type: "commit", ref: "deadbeef" }] });
+    assert.equal(sub.task.status, "submitted");
+    assert.equal((await fails("review_task", { room, task_id: tid, agent_id: "bencher", decision: "accept" })).code, "self_review");
+    const listed = await ok("list_tasks", { room, status: "submitted" });
+    assert.deepEqual(listed.tasks.map((t: { id: number }) => t.id), [tid]);
+    const reviewed = await ok("review_task", { room, task_id: tid, agent_id: "checker", decision: "accept", note: "verified" });
+    assert.equal(reviewed.task.status, "accepted");
+    const rest = await client(server.url).get(`/api/rooms/${room}/tasks/${tid}`);
+    assert.equal(rest.body.review.reviewer, "checker");
+    assert.equal(rest.body.receipt.artifacts[0].ref, "deadbeef");
+    assert.equal((await fails("update_task", { room, task_id: tid, agent_id: "x", lease_token: "t", action: "explode" })).code, "validation_error");
+  });
+
+  test("the room instructions explain the board", async () => {
+    const room = (await client(server.url).room()).uuid;
+    const md = await (await fetch(`${server.url}/${room}`, { headers: { accept: "text/markdown" } })).text();
+    for (const needle of ["## The task board", "/tasks/claim-next", "lease_token", "self_review", "needs_fix", "capabilities", "base_revision"]) {
+      assert.ok(md.includes(needle), `instructions mention ${needle}`);
+    }
+  });
+});
