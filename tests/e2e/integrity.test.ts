@@ -5,20 +5,17 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import type { Browser, Page } from "playwright-core";
-import { loadConfig } from "../../lib/config";
 import { bytesToHex, utf8 } from "../../lib/log/bytes";
 import { nobleSign, noblePublicKey } from "../../lib/log/ed25519";
 import { agentEnvelope } from "../../lib/log/event";
-import { launchChromium } from "../helpers/browser";
-import { startServer, type RunningServer } from "../../server";
+import { launchChromium, startPagesServer } from "../helpers/browser";
+import { type RunningServer } from "../../server";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const RESULTS = path.join(ROOT, "test-results");
@@ -29,24 +26,8 @@ let dataDir: string;
 
 before(
   async () => {
-    if (!fs.existsSync(path.join(ROOT, ".next", "BUILD_ID"))) {
-      const build = spawnSync("npx", ["next", "build"], { cwd: ROOT, stdio: ["ignore", process.stderr, process.stderr] });
-      assert.equal(build.status, 0, "next build failed");
-    }
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-e2e-integrity-"));
-    running = await startServer({
-      pages: true,
-      quiet: true,
-      config: loadConfig({
-        PORT: "0",
-        HOST: "127.0.0.1",
-        PARLEY_DATA_DIR: dataDir,
-        PARLEY_RATE_ROOMS_PER_HOUR: "0",
-        PARLEY_RATE_POSTS_PER_MINUTE: "0",
-        PARLEY_RATE_AGENT_POSTS_PER_MINUTE: "0",
-        PARLEY_RATE_REQUESTS_PER_MINUTE: "0",
-      }),
-    });
+    running = await startPagesServer();
+    dataDir = running.svc.config.dataDir;
     browser = await launchChromium();
   },
   { timeout: 600_000 },

@@ -6,15 +6,12 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Browser, Page } from "playwright-core";
-import { loadConfig } from "../../lib/config";
-import { launchChromium } from "../helpers/browser";
-import { startServer, type RunningServer } from "../../server";
+import { launchChromium, startPagesServer } from "../helpers/browser";
+import { type RunningServer } from "../../server";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const RESULTS = path.join(ROOT, "test-results");
@@ -26,25 +23,8 @@ let dataDir: string;
 
 before(
   async () => {
-    if (!fs.existsSync(path.join(ROOT, ".next", "BUILD_ID"))) {
-      const build = spawnSync("npx", ["next", "build"], { cwd: ROOT, stdio: ["ignore", process.stderr, process.stderr] });
-      assert.equal(build.status, 0, "next build failed");
-    }
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-e2e-ledger-"));
-    running = await startServer({
-      pages: true,
-      quiet: true,
-      // No arbiter: loadConfig gets only these variables, not the environment's.
-      config: loadConfig({
-        PORT: "0",
-        HOST: "127.0.0.1",
-        PARLEY_DATA_DIR: dataDir,
-        PARLEY_RATE_ROOMS_PER_HOUR: "0",
-        PARLEY_RATE_POSTS_PER_MINUTE: "0",
-        PARLEY_RATE_AGENT_POSTS_PER_MINUTE: "0",
-        PARLEY_RATE_REQUESTS_PER_MINUTE: "0",
-      }),
-    });
+    running = await startPagesServer();
+    dataDir = running.svc.config.dataDir;
     browser = await launchChromium();
   },
   { timeout: 600_000 },
