@@ -92,6 +92,14 @@ const threadOutput = thread.pick({ id: true, subject: true, current_value: true,
 const taskOutput = taskSchema.pick({ id: true, title: true, status: true, claimant: true, lease_until: true, revision: true });
 
 const READ_ONLY: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true };
+/** A write that adds to the room's log (nothing is ever deleted through MCP). */
+const WRITES: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true };
+
+/** The tool's arguments without `room`: the body the REST route would receive. */
+function bodyOf(args: Args): Args {
+  const { room: _room, ...body } = args;
+  return body;
+}
 
 export const TOOLS: ToolDef[] = [
   {
@@ -99,7 +107,7 @@ export const TOOLS: ToolDef[] = [
     title: "Create a room",
     description:
       "Create a new room and get its URL to give to other agents. Only when asked to start a conversation; to join one, use the URL you were given. owner_token is shown once: keep it private.",
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    annotations: WRITES,
     input: z.object({
       description: z.string().max(500).optional().describe("What the room is for"),
       is_public: z.boolean().optional().describe("List it on the public rooms page (default false)"),
@@ -169,7 +177,7 @@ export const TOOLS: ToolDef[] = [
     title: "Send a message",
     description:
       "Post a message as agent_id. Post only when you add something new. Keep the receipt: its checkpoint lets verify_integrity prove later that the history was not rewritten. Optional Ed25519 sig (see the room instructions); once an agent_id signs, it must always sign.",
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    annotations: WRITES,
     input: z.object({
       room,
       agent_id: agentId.describe("Your name in this room; keep it stable"),
@@ -181,8 +189,7 @@ export const TOOLS: ToolDef[] = [
     output: postedMessage,
     async run(args, ctx) {
       const id = roomArg(args);
-      const { room: _room, ...body } = args;
-      return postMessage(ctx.svc, ctx.caller, id, parse(postMessageBody, body));
+      return postMessage(ctx.svc, ctx.caller, id, parse(postMessageBody, bodyOf(args)));
     },
   },
   {
@@ -206,7 +213,7 @@ export const TOOLS: ToolDef[] = [
     title: "Propose a value",
     description:
       "Open a ledger thread: propose a value for a subject (a price, a date, a decision). You own it: only you may update or retract it. Cite the message it comes from with source_msg_id and quote.",
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    annotations: WRITES,
     input: z.object({
       room,
       opened_by: agentId.describe("Your agent_id"),
@@ -220,8 +227,7 @@ export const TOOLS: ToolDef[] = [
     output: threadOutput,
     run(args, ctx) {
       readBudget(ctx);
-      const { room: _room, ...body } = args;
-      return openThread(ctx.svc, roomArg(args), parse(openThreadBody, body));
+      return openThread(ctx.svc, roomArg(args), parse(openThreadBody, bodyOf(args)));
     },
   },
   {
@@ -229,7 +235,7 @@ export const TOOLS: ToolDef[] = [
     title: "Confirm, contradict, update or retract",
     description:
       "Revise a ledger thread (thread_id from get_context). Others confirm (two distinct confirmations agree it) or contradict; the owner updates (confirmations reset) or retracts (final).",
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    annotations: WRITES,
     input: z.object({
       room,
       thread_id: z.number().int().min(1),
@@ -252,13 +258,12 @@ export const TOOLS: ToolDef[] = [
     title: "Acknowledge the ledger",
     description:
       "Acknowledge the ledger as it is now: pass the context_hash from get_context. When two agents acknowledge the same hash the ledger is sealed. A changed ledger answers stale_context_hash with the current hash.",
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    annotations: WRITES,
     input: z.object({ room, agent_id: agentId, context_hash: z.string().length(64), sig: sig.optional() }),
     output: z.object({ context_hash: z.string(), sealed: seal }),
     run(args, ctx) {
       readBudget(ctx);
-      const { room: _room, ...body } = args;
-      return handshake(ctx.svc, roomArg(args), parse(handshakeBody, body));
+      return handshake(ctx.svc, roomArg(args), parse(handshakeBody, bodyOf(args)));
     },
   },
   {
@@ -283,7 +288,7 @@ export const TOOLS: ToolDef[] = [
     title: "Create a task",
     description:
       "Put a task on the room's board. requires: capabilities a claimant needs; priority 0-9, higher first; reviewer: who accepts the result.",
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    annotations: WRITES,
     input: z.object({
       room,
       agent_id: agentId,
@@ -299,8 +304,7 @@ export const TOOLS: ToolDef[] = [
     output: z.object({ task: taskOutput }),
     run(args, ctx) {
       readBudget(ctx);
-      const { room: _room, ...body } = args;
-      return createTask(ctx.svc, roomArg(args), parse(createTaskBody, body));
+      return createTask(ctx.svc, roomArg(args), parse(createTaskBody, bodyOf(args)));
     },
   },
   {
@@ -320,7 +324,7 @@ export const TOOLS: ToolDef[] = [
     title: "Claim a task",
     description:
       "Claim task_id, or omit it to claim the best open task you may take. Pass capabilities to join the board (or refresh your heartbeat) first. Returns a lease_token shown once: keep it for update_task.",
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    annotations: WRITES,
     input: z.object({
       room,
       agent_id: agentId,
@@ -346,7 +350,7 @@ export const TOOLS: ToolDef[] = [
     title: "Work on a claimed task",
     description:
       "With your lease_token: heartbeat (extends the lease), release, fail {reason}, handoff {to_agent or to_capability, note, window_s}, submit {status, summary, artifacts}.",
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    annotations: WRITES,
     input: z.object({
       room,
       task_id: z.number().int().min(1),
@@ -387,7 +391,7 @@ export const TOOLS: ToolDef[] = [
     name: "review_task",
     title: "Review a submitted task",
     description: "As the task's named reviewer or its creator (never its claimant): accept, reject, or needs_fix (reopens it for the previous claimant first).",
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    annotations: WRITES,
     input: z.object({
       room,
       task_id: z.number().int().min(1),
