@@ -12,6 +12,7 @@ import { createServices } from "./lib/services";
 import type { Clock, Services } from "./lib/services/context";
 import { roomIsExpired, sweepExpiredRooms } from "./lib/services/rooms";
 import { sweepBoards } from "./lib/services/tasks";
+import { sweepTurns } from "./lib/services/turns";
 import { loadOrCreateServerKey } from "./lib/services/server-key";
 import { openSqliteStore } from "./lib/store/sqlite";
 
@@ -110,6 +111,15 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     }
   }, config.sweepIntervalMs);
   sweeper.unref();
+  // Turn timeouts are seconds apart, so their timer is finer (an indexed query for due turns).
+  const turnTimer = setInterval(() => {
+    try {
+      sweepTurns(svc);
+    } catch (err) {
+      console.error("turn timer:", err);
+    }
+  }, config.turnSweepIntervalMs);
+  turnTimer.unref();
   // Premium rooms extract in the background (SPEC 5.3).
   const arbiter = arbiterOf(svc);
   arbiter.start();
@@ -124,6 +134,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     server,
     async close() {
       clearInterval(sweeper);
+      clearInterval(turnTimer);
       await arbiter.stop();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -13,6 +13,7 @@ import { metaRoutes } from "./routes/meta";
 import { roomRoutes } from "./routes/rooms";
 import { skillRoutes } from "./routes/skill";
 import { taskRoutes } from "./routes/tasks";
+import { turnRoutes } from "./routes/turns";
 
 export const MAX_BODY_BYTES = 64 * 1024;
 
@@ -46,6 +47,7 @@ export function createApiApp(svc: Services): Hono<Env> {
   integrityRoutes(app, svc);
   ledgerRoutes(app, svc);
   taskRoutes(app, svc);
+  turnRoutes(app, svc);
   arbiterRoutes(app, svc);
   mcpRoutes(app, svc);
   skillRoutes(app);

@@ -45,10 +45,11 @@ export class ParleyError extends Error {
   constructor(
     readonly code: ErrorCode,
     readonly detail: string,
-    readonly extra: { retryAfter?: number } = {},
+    /** `status` overrides the code's usual status where the contract says so (not_your_turn on /messages is 409). */
+    readonly extra: { retryAfter?: number; status?: number } = {},
   ) {
     super(detail);
-    this.status = ERROR_STATUS[code];
+    this.status = extra.status ?? ERROR_STATUS[code];
   }
 
   toJSON(): { detail: string; code: ErrorCode } {

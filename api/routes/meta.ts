@@ -46,7 +46,7 @@ export function metaRoutes(app: App, svc: Services): void {
     if (!room) return markdownError(c, roomNotFound());
     if (isExpired(room, isoNow(svc))) return markdownError(c, new ParleyError("room_expired", "This room has expired. Stop polling it."));
     const caller = c.var.caller;
-    const body = roomMarkdown({ url: roomUrl(caller, uuid), uuid, description: room.description, origin: caller.origin, messageCap: svc.config.roomMessageCap, status: room.status });
+    const body = roomMarkdown({ url: roomUrl(caller, uuid), uuid, description: room.description, origin: caller.origin, messageCap: svc.config.roomMessageCap, status: room.status, turns: svc.store.getTurnsRoom(room.uuid)?.config });
     return c.body(body, 200, { "Content-Type": MARKDOWN, Vary: "Accept" });
   });
 }

@@ -44,6 +44,7 @@ const schema = z.object({
   PARLEY_RATE_AGENT_POSTS_PER_MINUTE: int(0, 1_000_000).default(30),
   PARLEY_RATE_REQUESTS_PER_MINUTE: int(0, 1_000_000).default(600),
   PARLEY_SWEEP_INTERVAL: duration.default(60_000),
+  PARLEY_TURN_SWEEP_INTERVAL: duration.default(1_000),
   PARLEY_AGREE_QUORUM: int(1, 50).default(2),
   PARLEY_AGENT_HEARTBEAT_S: int(1, 86_400).default(60),
   PARLEY_ARBITER_BASE_URL: url.optional(),
@@ -132,6 +133,8 @@ export type Config = {
   trustProxy: number;
   rate: { roomsPerHour: number; postsPerMinute: number; agentPostsPerMinute: number; requestsPerMinute: number };
   sweepIntervalMs: number;
+  /** How often turns past their deadline are skipped. */
+  turnSweepIntervalMs: number;
   agreeQuorum: number;
   /** Task board: an agent silent for 3 of these intervals (seconds) is lost. */
   agentHeartbeatS: number;
@@ -175,6 +178,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       requestsPerMinute: e.PARLEY_RATE_REQUESTS_PER_MINUTE,
     },
     sweepIntervalMs: e.PARLEY_SWEEP_INTERVAL,
+    turnSweepIntervalMs: e.PARLEY_TURN_SWEEP_INTERVAL,
     agreeQuorum: e.PARLEY_AGREE_QUORUM,
     agentHeartbeatS: e.PARLEY_AGENT_HEARTBEAT_S,
     arbiterConfigured: providers.length > 0,

@@ -18,7 +18,8 @@ export function isExpired(room: { status: string; expiresAt: string }, nowIso: s
 
 /** The room status after one of its room.* events; other events leave it unchanged. */
 export function roomStatusAfter(status: RoomStatus, eventType: string): RoomStatus {
-  if (eventType === "room.closed") return "closed";
+  // A turns room that completed or was cancelled is read-only for good.
+  if (eventType === "room.closed" || eventType === "room.completed" || eventType === "room.cancelled") return "closed";
   if (eventType === "room.reopened") return "open";
   return status;
 }

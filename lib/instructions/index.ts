@@ -1,3 +1,5 @@
+import type { TurnsConfig } from "../domain/turns";
+import { turnsInstructions } from "./turns";
 /** The markdown agents read: per room (GET /{uuid} as markdown), /agents.md and /llms.txt. */
 
 export interface RoomBrief {
@@ -7,6 +9,8 @@ export interface RoomBrief {
   origin: string;
   messageCap: number;
   status: string;
+  /** The rules of a turns room (mode "turns"). */
+  turns?: TurnsConfig;
 }
 
 const quoteBlock = (text: string) =>
@@ -177,7 +181,7 @@ ${description}
 ${closed}
 Room API: \`${api}\`
 
-${howToTakePart(api, room.messageCap)}`;
+${room.turns ? turnsInstructions(room.turns, api) : ""}${howToTakePart(api, room.messageCap)}`;
 }
 
 export interface InstallLine {

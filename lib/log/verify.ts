@@ -6,6 +6,7 @@
 import { replay, type Projections } from "../domain/replay";
 import { SERVICE_ACTORS } from "../domain/room";
 import { BOARD_AGENT_WRITTEN_TYPES } from "../domain/tasks";
+import { TURN_AGENT_WRITTEN_TYPES } from "../domain/turns";
 import { bytesEqual, bytesToBase64, bytesToHex, hexToBytes, utf8 } from "./bytes";
 import { keyId, parseCheckpoint, type ParsedCheckpoint } from "./checkpoint";
 import { canonicalize } from "./jcs";
@@ -49,7 +50,7 @@ export interface VerifyReport {
     prev_links: number;
     checkpoints: number;
     agent_signatures: number;
-    projections: { messages: number; room: boolean; threads: number; tasks: number } | null;
+    projections: { messages: number; room: boolean; threads: number; tasks: number; turns: number } | null;
     caller_checkpoint: { size: number; consistent: boolean } | null;
     head: { size: number; root: string };
     server_key: ServerKeyRef;
@@ -74,6 +75,7 @@ export interface VerifyOptions {
 const AGENT_EVENT_TYPES = new Set([
   "message.posted", "thread.opened", "thread.revised", "handshake.signed", "discrepancy.resolved",
   ...BOARD_AGENT_WRITTEN_TYPES, // task board: agent.joined, agent.heartbeat, task.*
+  ...TURN_AGENT_WRITTEN_TYPES, // turns mode: turn.claimed
 ]);
 
 const MAX_FAILURES = 1000;
@@ -202,7 +204,7 @@ export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Pro
   let projections: VerifyReport["details"]["projections"] = null;
   if (bundle.projections) {
     const rebuilt = replay(bundle.events, leafHex);
-    projections = { messages: rebuilt.messages.length, room: true, threads: rebuilt.ledger.threads.length, tasks: rebuilt.board?.tasks.length ?? 0 };
+    projections = { messages: rebuilt.messages.length, room: true, threads: rebuilt.ledger.threads.length, tasks: rebuilt.board?.tasks.length ?? 0, turns: rebuilt.turns?.turns.length ?? 0 };
     compareProjections(rebuilt, bundle.projections, fail);
   } else inconclusive.push("The bundle carries no projections, so what the server serves was not compared with the log.");
 
@@ -305,6 +307,14 @@ function compareProjections(rebuilt: Projections, served: Projections, fail: (se
   const shownAgents = new Map((served.board?.agents ?? []).map((a) => [a.agent_id, canonicalize(a)]));
   for (const [id, text] of loggedAgents) if (shownAgents.get(id) !== text) fail(null, "projection", `The board agent "${id}" as served differs from the log.`);
   for (const id of shownAgents.keys()) if (!loggedAgents.has(id)) fail(null, "projection", `The board agent "${id}" is served but has no event in the log.`);
+  // Turns mode: the room's turn state, and turns by id.
+  if (canonicalize(rebuilt.turns?.room ?? null) !== canonicalize(served.turns?.room ?? null)) {
+    fail(null, "projection", "The turns state of the room (status, participants, rounds, proposal) as served differs from the log.");
+  }
+  const loggedTurns = new Map((rebuilt.turns?.turns ?? []).map((t) => [t.id, canonicalize(t)]));
+  const shownTurns = new Map((served.turns?.turns ?? []).map((t) => [t.id, canonicalize(t)]));
+  for (const [id, text] of loggedTurns) if (shownTurns.get(id) !== text) fail(id, "projection", `The turn ${id} as served differs from the log.`);
+  for (const id of shownTurns.keys()) if (!loggedTurns.has(id)) fail(id, "projection", `The turn ${id} is served but has no event in the log.`);
 }
 
 function explain(verdict: Verdict, failures: Failure[], inconclusive: string[], size: number): string {

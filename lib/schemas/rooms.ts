@@ -1,13 +1,17 @@
 import { z } from "zod";
 import { description, pageLimit, queryInt } from "./common";
+import { turnsConfigBody } from "./turns";
 
-export const createRoomBody = z.object({
-  description: description.optional().default(""),
-  is_public: z.boolean({ error: "must be true or false" }).optional().default(false),
-  protocol_mode: z.enum(["standard", "premium"], { error: 'must be "standard" or "premium"' }).optional().default("standard"),
-  mode: z.enum(["open", "turns"], { error: 'must be "open" or "turns"' }).optional().default("open"),
-  turns: z.record(z.string(), z.unknown()).optional(),
-});
+export const createRoomBody = z
+  .object({
+    description: description.optional().default(""),
+    is_public: z.boolean({ error: "must be true or false" }).optional().default(false),
+    protocol_mode: z.enum(["standard", "premium"], { error: 'must be "standard" or "premium"' }).optional().default("standard"),
+    mode: z.enum(["open", "turns"], { error: 'must be "open" or "turns"' }).optional().default("open"),
+    turns: turnsConfigBody.optional(),
+  })
+  .refine((b) => b.mode !== "turns" || b.turns !== undefined, { message: 'is required with mode "turns": {participants: [2..8 agent_ids], ...}', path: ["turns"] })
+  .refine((b) => b.mode === "turns" || b.turns === undefined, { message: 'is only for mode "turns"', path: ["turns"] });
 export type CreateRoomInput = z.infer<typeof createRoomBody>;
 
 export const listRoomsQuery = z.object({

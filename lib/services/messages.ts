@@ -1,12 +1,14 @@
 import { ParleyError } from "../errors";
 import { messageFromEvent, type Message } from "../domain/message";
-import { expiresAt } from "../domain/room";
+import { expiresAt, SERVICE_ACTORS } from "../domain/room";
+import type { EventSig } from "../log/event";
 import type { PostMessageInput, ReadMessagesInput } from "../schemas/messages";
-import type { MessageRow } from "../store/types";
+import type { MessageRow, RoomRow, StoreWriter } from "../store/types";
 import type { Caller, Services } from "./context";
 import { appendEvent, queuedWrite, type Receipt } from "./events";
 import { requireOpenRoom, requireRoom } from "./rooms";
 import { checkAgentSignature, type SignatureInput } from "./signatures";
+import { requireTurnToPost } from "./turns";
 
 export function messageFromRow(row: MessageRow): Message {
   return {
@@ -44,41 +46,52 @@ export function postMessage(svc: Services, caller: Caller, rawRoomId: string, in
   return queuedWrite(svc, (tx) => {
     const room = requireOpenRoom(svc, rawRoomId, tx);
     svc.limiter.take(`agent:${room.uuid}:${input.agent_id}`, rate.agentPostsPerMinute, 60_000, `messages from "${input.agent_id}" in this room`);
-    if (room.messageCount >= svc.config.roomMessageCap) {
-      throw new ParleyError("room_full", `This room holds its maximum of ${svc.config.roomMessageCap} messages. Stop posting; create a new room to continue.`);
-    }
+    if (room.mode === "turns") requireTurnToPost(svc, tx, room, input.agent_id);
     if (input.reply_to != null && !tx.hasMessage(room.uuid, input.reply_to)) {
       throw new ParleyError("validation_error", `reply_to: no message with id ${input.reply_to} in this room.`);
     }
-    const seq = room.headSize + 1;
-    const isNewAgent = tx.addAgent(room.uuid, input.agent_id, seq);
-    const sig = checkAgentSignature(svc, tx, { room: room.uuid, type: "message.posted", actor: input.agent_id, payload, seq, signature: signatureOf(input) });
-    const now = svc.clock.now();
-    const life = { idleTtlMs: svc.config.roomIdleTtlMs, maxTtlMs: svc.config.roomMaxTtlMs };
-    const appended = appendEvent(svc, tx, room, { type: "message.posted", actor: input.agent_id, payload, sig }, {
-      messageCount: room.messageCount + 1,
-      agentCount: room.agentCount + (isNewAgent ? 1 : 0),
-      lastActivityAt: new Date(now).toISOString(),
-      expiresAt: new Date(expiresAt(Date.parse(room.createdAt), now, life)).toISOString(),
-    });
-    const message = messageFromEvent(appended.event, appended.leafHash);
-    tx.insertMessage({
-      room: room.uuid,
-      seq: message.id,
-      agentId: message.agent_id,
-      text: message.text,
-      ts: message.timestamp,
-      replyTo: message.reply_to,
-      auth: message.auth,
-      keyRef: message.key_ref,
-      pubkeyHex: message.pubkey_hex,
-      signatureHex: message.signature_hex,
-      tsIso: message.ts_iso,
-      memoryRoot: message.memory_root,
-      hash: message.hash,
-    });
+    const sig = checkAgentSignature(svc, tx, { room: room.uuid, type: "message.posted", actor: input.agent_id, payload, seq: room.headSize + 1, signature: signatureOf(input) });
+    const { message, appended } = appendMessage(svc, tx, room, input.agent_id, payload, sig);
     return { ...message, receipt: appended.receipt };
   });
+}
+
+/**
+ * Appends a message.posted event and its row, and moves the room's counters and expiry: the one
+ * place a message is written (agents' posts, turn replies, the server's and the owner's notes).
+ * 429 room_full at the cap. Runs inside a write transaction.
+ */
+export function appendMessage(svc: Services, tx: StoreWriter, room: RoomRow, actor: string, payload: Record<string, unknown>, sig?: EventSig) {
+  if (room.messageCount >= svc.config.roomMessageCap) {
+    throw new ParleyError("room_full", `This room holds its maximum of ${svc.config.roomMessageCap} messages. Stop posting; create a new room to continue.`);
+  }
+  // The service's own notes (kickoff card, moderator) do not count as an agent of the room.
+  const isNewAgent = !SERVICE_ACTORS.has(actor) && tx.addAgent(room.uuid, actor, room.headSize + 1);
+  const now = svc.clock.now();
+  const life = { idleTtlMs: svc.config.roomIdleTtlMs, maxTtlMs: svc.config.roomMaxTtlMs };
+  const appended = appendEvent(svc, tx, room, { type: "message.posted", actor, payload, sig }, {
+    messageCount: room.messageCount + 1,
+    agentCount: room.agentCount + (isNewAgent ? 1 : 0),
+    lastActivityAt: new Date(now).toISOString(),
+    expiresAt: new Date(expiresAt(Date.parse(room.createdAt), now, life)).toISOString(),
+  });
+  const message = messageFromEvent(appended.event, appended.leafHash);
+  tx.insertMessage({
+    room: room.uuid,
+    seq: message.id,
+    agentId: message.agent_id,
+    text: message.text,
+    ts: message.timestamp,
+    replyTo: message.reply_to,
+    auth: message.auth,
+    keyRef: message.key_ref,
+    pubkeyHex: message.pubkey_hex,
+    signatureHex: message.signature_hex,
+    tsIso: message.ts_iso,
+    memoryRoot: message.memory_root,
+    hash: message.hash,
+  });
+  return { message, appended };
 }
 
 export interface MessagePage {

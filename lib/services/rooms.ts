@@ -9,6 +9,23 @@ import type { RoomRow } from "../store/types";
 import { isoNow, type Caller, type Services } from "./context";
 import { appendEvent, writeTx, type Receipt } from "./events";
 import { ROOM_GONE } from "../realtime/notifier";
+import type { TurnsConfigInput } from "../schemas/turns";
+import type { TurnsConfig } from "../domain/turns";
+import { speakingOrder } from "../domain/turns";
+import { startTurns } from "./turns";
+
+/** The turns config as logged: participants in speaking order, every default filled in. */
+function turnsConfig(t: TurnsConfigInput): TurnsConfig {
+  return {
+    participants: speakingOrder(t.participants, t.first),
+    max_rounds: t.max_rounds,
+    turn_timeout_s: t.turn_timeout_s,
+    delay_s: t.delay_s,
+    policy: t.policy,
+    supervisor: t.supervisor ?? null,
+    absent_after: t.absent_after,
+  };
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -62,15 +79,13 @@ export function createRoom(svc: Services, caller: Caller, input: CreateRoomInput
   if (input.protocol_mode === "premium" && !svc.config.arbiterConfigured) {
     throw new ParleyError("arbiter_unavailable", "Premium rooms need an LLM arbiter, and none is configured on this server. Create a standard room.");
   }
-  if (input.mode === "turns") {
-    throw new ParleyError("validation_error", 'mode: "turns" is not available on this server yet; use "open".');
-  }
   const uuid = crypto.randomUUID();
   const ownerToken = crypto.randomBytes(24).toString("base64url");
   const now = svc.clock.now();
   const nowIso = new Date(now).toISOString();
   const expires = new Date(expiresAt(now, now, { idleTtlMs: svc.config.roomIdleTtlMs, maxTtlMs: svc.config.roomMaxTtlMs })).toISOString();
-  const payload = { description: input.description, is_public: input.is_public, protocol_mode: input.protocol_mode, mode: input.mode };
+  const turns = input.mode === "turns" && input.turns ? turnsConfig(input.turns) : undefined;
+  const payload = { description: input.description, is_public: input.is_public, protocol_mode: input.protocol_mode, mode: input.mode, ...(turns ? { turns } : {}) };
 
   const { room, receipt } = writeTx(svc, (tx) => {
     const row: RoomRow = {
@@ -98,7 +113,9 @@ export function createRoom(svc: Services, caller: Caller, input: CreateRoomInput
       lastExtractionError: null,
     };
     tx.insertRoom(row);
-    return appendEvent(svc, tx, row, { type: "room.created", actor: "server", payload, server: { expires_at: expires, agree_quorum: svc.config.agreeQuorum } });
+    const created = appendEvent(svc, tx, row, { type: "room.created", actor: "server", payload, server: { expires_at: expires, agree_quorum: svc.config.agreeQuorum } });
+    if (turns) startTurns(svc, tx, created.room, created.event, turns);
+    return created;
   });
   return {
     uuid,

@@ -1,6 +1,7 @@
 import { ParleyError } from "../errors";
 import type { Projections } from "../domain/replay";
 import { publicTask } from "../domain/tasks";
+import { publicTurn } from "../domain/turns";
 import { bytesToBase64, bytesToHex, hexToBytes } from "../log/bytes";
 import { consistencyProof, inclusionProof, memoisedSubtree, type SubtreeHash } from "../log/merkle";
 import { BUNDLE_FORMAT, verifyBundle, type RoomBundle, type VerifyReport } from "../log/verify";
@@ -40,6 +41,7 @@ function readBundle(svc: Services, room: RoomRow): { bundle: RoomBundle; leafHas
       tasks: svc.store.listTasks(room.uuid).map(publicTask),
       agents: svc.store.listBoardAgents(room.uuid),
     },
+    turns: { room: svc.store.getTurnsRoom(room.uuid) ?? null, turns: svc.store.listTurns(room.uuid).map(publicTurn) },
   };
   return {
     bundle: {

@@ -217,3 +217,28 @@ export const boardAgents = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.room, t.agentId] }), index("board_agents_seen").on(t.lastSeen).where(sql`lost = 0`)],
 );
+
+/**
+ * Turns mode projections (issue 6): rebuilt from room.created (its turns config), turn.*,
+ * completion.*, participant.* and the turns room.* events. Query columns beside the rest as JSON.
+ */
+export const turnRooms = sqliteTable("turn_rooms", {
+  room: text("room").primaryKey(),
+  status: text("status").notNull(),
+  data: text("data").notNull(), // JSON: the rest of the turns room
+});
+
+export const turns = sqliteTable(
+  "turns",
+  {
+    room: text("room").notNull(),
+    id: integer("id").notNull(), // the seq of its turn.opened event
+    agentId: text("agent_id").notNull(),
+    status: text("status").notNull(),
+    // When an open turn times out: claim_by while ready, lease_until while claimed.
+    deadline: text("deadline"),
+    leaseHash: text("lease_hash"), // SHA-256 hex of the lease token; the token itself is never stored
+    data: text("data").notNull(), // JSON: the rest of the turn
+  },
+  (t) => [primaryKey({ columns: [t.room, t.id] }), index("turns_due").on(t.deadline).where(sql`status IN ('ready', 'claimed')`)],
+);

@@ -11,10 +11,12 @@ import * as schema from "./schema";
 import type { RoomListQuery, RoomRow, Store, StoreWriter } from "./types";
 import type { Auth, Discrepancy, Handshake, Revision, RevisionKind, Thread, ThreadStatus } from "../domain/ledger";
 import type { BoardAgent, TaskState, TaskStatus } from "../domain/tasks";
+import type { TurnState, TurnStatus, TurnsRoom, TurnsStatus } from "../domain/turns";
 
 const { rooms, events, messages, roomAgents, signatureNonces, threads, revisions, discrepancies, handshakes } = schema;
 const { tasks, boardAgents } = schema; // task board (issue 7)
-const ROOM_TABLES = [events, messages, roomAgents, signatureNonces, threads, revisions, discrepancies, handshakes, tasks, boardAgents];
+const { turnRooms, turns } = schema; // turns mode (issue 6)
+const ROOM_TABLES = [events, messages, roomAgents, signatureNonces, threads, revisions, discrepancies, handshakes, tasks, boardAgents, turnRooms, turns];
 const MIGRATIONS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../drizzle");
 
 const SORT_COLUMNS = {
@@ -163,8 +165,49 @@ export function openSqliteStore(dataDir: string): Store {
     },
   };
 
+  // ---- turns mode (issue 6) ----
+  const getTurnsRoomRow = db.select().from(turnRooms).where(eq(turnRooms.room, p("room"))).prepare();
+  const getTurnRow = db.select().from(turns).where(and(eq(turns.room, p("room")), eq(turns.id, p("id")))).prepare();
+  const upsertTurnsRoom = sqlite.prepare(
+    `INSERT INTO turn_rooms (room, status, data) VALUES (@room, @status, @data)
+     ON CONFLICT (room) DO UPDATE SET status = excluded.status, data = excluded.data`,
+  );
+  const upsertTurn = sqlite.prepare(
+    `INSERT INTO turns (room, id, agent_id, status, deadline, lease_hash, data) VALUES (@room, @id, @agentId, @status, @deadline, @leaseHash, @data)
+     ON CONFLICT (room, id) DO UPDATE SET agent_id = excluded.agent_id, status = excluded.status, deadline = excluded.deadline,
+       lease_hash = excluded.lease_hash, data = excluded.data`,
+  );
+  const turnsReader = {
+    getTurnsRoom: (room: string) => {
+      const row = getTurnsRoomRow.get({ room });
+      return row && toTurnsRoom(row);
+    },
+    getTurn: (room: string, id: number) => {
+      const row = getTurnRow.get({ room, id });
+      return row && toTurn(row);
+    },
+    listTurns: (room: string) => db.select().from(turns).where(eq(turns.room, room)).orderBy(asc(turns.id)).all().map(toTurn),
+    lastTurns: (room: string, limit: number) =>
+      db.select().from(turns).where(eq(turns.room, room)).orderBy(desc(turns.id)).limit(limit).all().map(toTurn).reverse(),
+    dueTurns: (now: string, limit: number) =>
+      db.select({ room: turns.room, id: turns.id }).from(turns)
+        .where(and(sql`${turns.status} IN ('ready', 'claimed')`, lte(turns.deadline, now))).limit(limit).all(),
+  };
+  const turnsWriter = {
+    saveTurnsRoom(room: string, r: TurnsRoom) {
+      const { status, ...rest } = r;
+      upsertTurnsRoom.run({ room, status, data: JSON.stringify(rest) });
+    },
+    saveTurn(room: string, t: TurnState) {
+      const { agent_id, status, lease_hash, ...rest } = t;
+      const deadline = status === "ready" ? t.claim_by : status === "claimed" ? t.lease_until : null;
+      upsertTurn.run({ room, id: t.id, agentId: agent_id, status, deadline, leaseHash: lease_hash, data: JSON.stringify(rest) });
+    },
+  };
+
   const reader = {
     ...board,
+    ...turnsReader,
     getRoom: (uuid: string) => getRoom.get({ uuid }),
     listPublicRooms(query: RoomListQuery) {
       const where = and(
@@ -219,6 +262,7 @@ export function openSqliteStore(dataDir: string): Store {
   const writer: StoreWriter = {
     ...reader,
     ...boardWriter,
+    ...turnsWriter,
     insertRoom: (row: RoomRow) => void db.insert(rooms).values(row).run(),
     updateRoomAfterAppend: (uuid, room) => void updateRoomAfterAppend.run({ ...room, uuid }),
     insertEvent: (row) => void insertEvent.run({ ...row, sig: row.sig ?? null }),
@@ -365,5 +409,24 @@ function toBoardAgent(r: typeof boardAgents.$inferSelect): BoardAgent {
   return {
     agent_id: r.agentId, capabilities: JSON.parse(r.capabilities) as string[], auth: r.auth as BoardAgent["auth"], key_ref: r.keyRef,
     last_seen: r.lastSeen, lost: r.lost,
+  };
+}
+
+// ---- turns mode (issue 6) ----
+function toTurnsRoom(r: typeof turnRooms.$inferSelect): TurnsRoom {
+  const rest = JSON.parse(r.data) as Omit<TurnsRoom, "status">;
+  return {
+    status: r.status as TurnsStatus, reason: rest.reason, config: rest.config, participants: rest.participants, round: rest.round,
+    current: rest.current, last_agent: rest.last_agent, proposal: rest.proposal, updated_at: rest.updated_at,
+  };
+}
+
+function toTurn(r: typeof turns.$inferSelect): TurnState {
+  const t = JSON.parse(r.data) as Omit<TurnState, "agent_id" | "status" | "lease_hash">;
+  // The public key order of a turn, whatever order the columns were read in.
+  return {
+    id: t.id, round: t.round, slot: t.slot, agent_id: r.agentId, phase: t.phase, status: r.status as TurnStatus, available_at: t.available_at,
+    claim_by: t.claim_by, lease_until: t.lease_until, result: t.result, reason: t.reason, message_id: t.message_id, opened_at: t.opened_at,
+    closed_at: t.closed_at, lease_hash: r.leaseHash, claim_seq: t.claim_seq,
   };
 }

@@ -1,5 +1,6 @@
 import type { Discrepancy, Handshake, Revision, Thread } from "../domain/ledger";
 import type { BoardAgent, TaskState, TaskStatus } from "../domain/tasks";
+import type { TurnState, TurnsRoom } from "../domain/turns";
 import type { rooms, events, messages } from "./schema";
 
 export type RoomRow = typeof rooms.$inferSelect;
@@ -57,6 +58,15 @@ export interface StoreReader {
   expiredLeases(now: string, limit: number): { room: string; id: number }[];
   /** Agents not marked lost whose last heartbeat is at or before `cutoff` (any room). */
   silentAgents(cutoff: string, limit: number): { room: string; agentId: string }[];
+  // ---- turns mode (issue 6) ----
+  getTurnsRoom(room: string): TurnsRoom | undefined;
+  getTurn(room: string, id: number): TurnState | undefined;
+  /** A room's turns, oldest first. */
+  listTurns(room: string): TurnState[];
+  /** The newest `limit` turns, oldest first. */
+  lastTurns(room: string, limit: number): TurnState[];
+  /** Open turns past their deadline at `now` (any room): [room, turn id]. */
+  dueTurns(now: string, limit: number): { room: string; id: number }[];
 }
 
 /** Writes: only reachable through Store.write, so every write is inside one transaction. */
@@ -82,6 +92,9 @@ export interface StoreWriter extends StoreReader {
   // ---- task board (issue 7) ----
   saveTask(room: string, task: TaskState): void;
   saveBoardAgent(room: string, agent: BoardAgent): void;
+  // ---- turns mode (issue 6) ----
+  saveTurnsRoom(room: string, turnsRoom: TurnsRoom): void;
+  saveTurn(room: string, turn: TurnState): void;
 }
 
 /**

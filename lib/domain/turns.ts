@@ -1,0 +1,470 @@
+/**
+ * Turns mode (SPEC 10, issue 6): server-made turns in a fixed order, leases, rounds, completion by
+ * consensus or by a supervisor, and timeouts that never let the room stall. Pure: the reducer
+ * turns the room's events into the projection (the verifier replays it), and `plan*` decide which
+ * events the server appends next, by running the same reducer over a draft.
+ */
+import type { LogEvent } from "../log/event";
+
+export const TURNS_DEFAULTS = { max_rounds: 10, turn_timeout_s: 300, delay_s: 0, policy: "consensus", absent_after: 2 } as const;
+export const TURNS_LIMITS = {
+  participants: [2, 8],
+  max_rounds: [1, 200],
+  turn_timeout_s: [10, 86_400],
+  delay_s: [0, 3600],
+  absent_after: [1, 10],
+} as const;
+/** How many messages a turn hands over at most (the newest ones); older ones are a page away. */
+export const INPUT_MESSAGES_MAX = 100;
+
+export type TurnsPolicy = "consensus" | "supervisor";
+export type TurnsStatus = "active" | "completed" | "blocked" | "cancelled";
+export type TurnPhase = "dialogue" | "confirm";
+export type TurnStatus = "ready" | "claimed" | "done" | "skipped" | "cancelled";
+export type TurnResult = "continue" | "complete" | "pass" | "blocked";
+
+/** The room's rules, fixed at creation (max_rounds can be raised by the owner). */
+export interface TurnsConfig {
+  /** In speaking order: the first speaker first. */
+  participants: string[];
+  max_rounds: number;
+  turn_timeout_s: number;
+  delay_s: number;
+  policy: TurnsPolicy;
+  supervisor: string | null;
+  absent_after: number;
+}
+
+export interface TurnParticipant {
+  agent_id: string;
+  status: "active" | "absent";
+  /** Consecutive turns that timed out. */
+  timeouts: number;
+  /** The seq of the last event of this participant's last turn (its messages start after it). */
+  last_turn_seq: number;
+}
+
+export interface Proposal {
+  by: string;
+  turn_id: number;
+  /** Who still has to confirm, in the order they are asked. */
+  pending: string[];
+  confirmed: string[];
+}
+
+/** The room-level state of a turns room. */
+export interface TurnsRoom {
+  status: TurnsStatus;
+  reason: string | null;
+  config: TurnsConfig;
+  participants: TurnParticipant[];
+  round: number;
+  /** The open turn (ready or claimed), if any. */
+  current: number | null;
+  /** Who had the last turn: the dialogue goes on after them. */
+  last_agent: string | null;
+  proposal: Proposal | null;
+  updated_at: string;
+}
+
+export interface Turn {
+  id: number;
+  round: number;
+  slot: number;
+  agent_id: string;
+  phase: TurnPhase;
+  status: TurnStatus;
+  available_at: string;
+  /** Past this, a ready turn is skipped (not claimed in time). */
+  claim_by: string;
+  lease_until: string | null;
+  result: TurnResult | null;
+  /** Why a turn was skipped or cancelled. */
+  reason: string | null;
+  /** The message its reply posted. */
+  message_id: number | null;
+  opened_at: string;
+  closed_at: string | null;
+}
+
+/** The server-side turn: the public turn plus the hash of its lease token. */
+export interface TurnState extends Turn {
+  lease_hash: string | null;
+  /** The seq of its turn.claimed event (the lease token is derived from it). */
+  claim_seq: number | null;
+}
+
+export interface TurnsProjection {
+  room: TurnsRoom | null;
+  turns: TurnState[];
+}
+
+export const TURN_EVENT_TYPES = new Set([
+  "turn.opened", "turn.claimed", "turn.done", "turn.skipped",
+  "completion.proposed", "completion.confirmed", "completion.rejected",
+  "room.completed", "room.blocked", "room.resumed", "room.cancelled", "room.rounds_raised",
+  "participant.absent", "participant.reinstated",
+]);
+/** Types an agent writes (and may sign) in a turns room. */
+export const TURN_AGENT_WRITTEN_TYPES = new Set(["turn.claimed", "turn.skipped"]);
+
+export const TERMINAL_TURNS_STATUSES = new Set<TurnsStatus>(["completed", "cancelled"]);
+const OPEN_TURN = new Set<TurnStatus>(["ready", "claimed"]);
+export const isOpenTurn = (t: Pick<Turn, "status">) => OPEN_TURN.has(t.status);
+
+export function publicTurn(t: TurnState): Turn {
+  const { lease_hash: _h, claim_seq: _c, ...rest } = t;
+  void _h;
+  void _c;
+  return rest;
+}
+
+const isoPlus = (iso: string, seconds: number) => new Date(Date.parse(iso) + seconds * 1000).toISOString();
+
+/** The speaking order: the participants as given, rotated so that `first` speaks first. */
+export function speakingOrder(participants: string[], first?: string): string[] {
+  const at = first === undefined ? 0 : participants.indexOf(first);
+  return [...participants.slice(at), ...participants.slice(0, at)];
+}
+
+export function newTurnsRoom(config: TurnsConfig, ts: string): TurnsRoom {
+  return {
+    status: "active",
+    reason: null,
+    config: { ...config, participants: [...config.participants] },
+    participants: config.participants.map((agent_id) => ({ agent_id, status: "active", timeouts: 0, last_turn_seq: 0 })),
+    round: 1,
+    current: null,
+    last_agent: null,
+    proposal: null,
+    updated_at: ts,
+  };
+}
+
+export const activeParticipants = (room: TurnsRoom) => room.participants.filter((p) => p.status === "active");
+export const participant = (room: TurnsRoom, agentId: string) => room.participants.find((p) => p.agent_id === agentId);
+export const slotOf = (room: TurnsRoom, agentId: string) => room.config.participants.indexOf(agentId);
+
+// ---- the reducer ----
+
+type P = Record<string, unknown>;
+
+/**
+ * Applies one event to the projection (events of other kinds are ignored). Mutates and returns
+ * `proj`. `proj.turns` may hold only the turns the event touches (the services pass the current one).
+ */
+export function applyTurnEvent(proj: TurnsProjection, event: Pick<LogEvent, "seq" | "ts" | "type" | "actor" | "payload" | "server">): TurnsProjection {
+  const p = event.payload as P;
+  if (event.type === "room.created") {
+    const config = p.turns as TurnsConfig | undefined;
+    if (config) proj.room = newTurnsRoom(config, event.ts);
+    return proj;
+  }
+  const room = proj.room;
+  if (!room) return proj;
+  if (event.type === "message.posted") {
+    // A turn's reply: the turn is closed by the turn.done that follows.
+    return proj;
+  }
+  if (!TURN_EVENT_TYPES.has(event.type)) return proj;
+  room.updated_at = event.ts;
+  const turn = typeof p.turn_id === "number" ? proj.turns.find((t) => t.id === p.turn_id) : undefined;
+  const who = typeof p.agent_id === "string" ? participant(room, p.agent_id) : undefined;
+  const close = (t: TurnState, status: TurnStatus) => {
+    t.status = status;
+    t.closed_at = event.ts;
+    if (room.current === t.id) room.current = null;
+    room.last_agent = t.agent_id;
+    const owner = participant(room, t.agent_id);
+    if (owner) owner.last_turn_seq = event.seq;
+  };
+  switch (event.type) {
+    case "turn.opened": {
+      const s = event.server as { claim_by?: string };
+      const t: TurnState = {
+        id: event.seq,
+        round: p.round as number,
+        slot: p.slot as number,
+        agent_id: p.agent_id as string,
+        phase: p.phase as TurnPhase,
+        status: "ready",
+        available_at: p.available_at as string,
+        claim_by: s.claim_by ?? isoPlus(p.available_at as string, room.config.turn_timeout_s),
+        lease_until: null,
+        result: null,
+        reason: null,
+        message_id: null,
+        opened_at: event.ts,
+        closed_at: null,
+        lease_hash: null,
+        claim_seq: null,
+      };
+      proj.turns.push(t);
+      room.current = t.id;
+      room.round = t.round;
+      break;
+    }
+    case "turn.claimed":
+      if (turn) {
+        const s = event.server as { lease_until: string; lease_hash: string };
+        turn.status = "claimed";
+        turn.lease_until = s.lease_until;
+        turn.lease_hash = s.lease_hash;
+        turn.claim_seq = event.seq;
+      }
+      break;
+    case "turn.done":
+      if (turn) {
+        turn.result = p.result as TurnResult;
+        turn.message_id = (p.message_id as number | undefined) ?? null;
+        close(turn, "done");
+        const owner = participant(room, turn.agent_id);
+        if (owner) owner.timeouts = 0;
+      }
+      break;
+    case "turn.skipped":
+      if (turn) {
+        turn.reason = p.reason as string;
+        close(turn, "skipped");
+        const owner = participant(room, turn.agent_id);
+        if (owner && p.reason === "timeout") owner.timeouts++;
+        // A confirmation that was not given: a timeout asks again later, a supervisor's skip waives it.
+        if (turn.phase === "confirm" && room.proposal) {
+          room.proposal.pending = room.proposal.pending.filter((a) => a !== turn.agent_id);
+          if (p.reason === "timeout") room.proposal.pending.push(turn.agent_id);
+        }
+      }
+      break;
+    case "participant.absent":
+      if (who) {
+        who.status = "absent";
+        if (room.proposal) room.proposal.pending = room.proposal.pending.filter((a) => a !== who.agent_id);
+      }
+      break;
+    case "participant.reinstated":
+      if (who) {
+        who.status = "active";
+        who.timeouts = 0;
+      }
+      break;
+    case "completion.proposed":
+      room.proposal = { by: p.by as string, turn_id: p.turn_id as number, pending: [...(p.pending as string[])], confirmed: [] };
+      break;
+    case "completion.confirmed":
+      if (room.proposal) {
+        room.proposal.pending = room.proposal.pending.filter((a) => a !== p.agent_id);
+        room.proposal.confirmed.push(p.agent_id as string);
+      }
+      break;
+    case "completion.rejected":
+      room.proposal = null;
+      break;
+    case "room.completed":
+      room.status = "completed";
+      room.reason = (p.reason as string | undefined) ?? null;
+      break;
+    case "room.blocked":
+      room.status = "blocked";
+      room.reason = p.reason as string;
+      room.proposal = null;
+      break;
+    case "room.resumed":
+      room.status = "active";
+      room.reason = null;
+      break;
+    case "room.cancelled":
+      for (const t of proj.turns) if (isOpenTurn(t)) (t.reason = "cancelled"), close(t, "cancelled");
+      room.status = "cancelled";
+      room.reason = (p.reason as string | undefined) ?? null;
+      room.proposal = null;
+      break;
+    case "room.rounds_raised":
+      room.config.max_rounds = p.max_rounds as number;
+      break;
+  }
+  return proj;
+}
+
+// ---- what the server does next ----
+
+export interface Step {
+  type: string;
+  payload: P;
+  server?: P;
+}
+
+/** How a turn ended: a reply's result, or a skip. */
+export type Outcome =
+  | { kind: "reply"; result: TurnResult; text: string; message_id: number }
+  | { kind: "skip"; reason: "timeout" | "supervisor" | "owner" };
+
+/** Runs steps through the reducer on a draft, so each decision sees the state the steps before made. */
+class Planner {
+  readonly steps: Step[] = [];
+  readonly draft: TurnsProjection;
+  constructor(
+    proj: TurnsProjection,
+    private readonly now: string,
+  ) {
+    this.draft = structuredClone(proj);
+  }
+  get room(): TurnsRoom {
+    return this.draft.room!;
+  }
+  push(type: string, payload: P, server?: P): void {
+    this.steps.push(server ? { type, payload, server } : { type, payload });
+    applyTurnEvent(this.draft, { seq: 0, ts: this.now, type, actor: "server", payload, server: server ?? {} });
+  }
+  open(agentId: string, round: number, phase: TurnPhase, delayS: number): void {
+    const available_at = isoPlus(this.now, delayS);
+    this.push("turn.opened", { round, slot: slotOf(this.room, agentId), agent_id: agentId, phase, available_at }, { claim_by: isoPlus(available_at, this.room.config.turn_timeout_s) });
+  }
+  /** The next dialogue turn after `after` (rotation, rounds, max_rounds). */
+  continueAfter(after: string | null, delayS: number): void {
+    const room = this.room;
+    const order = room.config.participants;
+    const active = new Set(activeParticipants(room).map((x) => x.agent_id));
+    if (active.size < 2) return this.push("room.blocked", { reason: "not_enough_participants" });
+    const from = after === null ? -1 : order.indexOf(after);
+    let next = -1;
+    for (let i = 1; i <= order.length; i++) {
+      const slot = (from + i + order.length) % order.length;
+      if (active.has(order[slot]!)) {
+        next = slot;
+        break;
+      }
+    }
+    const wrapped = from >= 0 && next <= from;
+    const round = room.round + (wrapped ? 1 : 0);
+    if (round > room.config.max_rounds) return this.push("room.blocked", { reason: "max_rounds" });
+    this.open(order[next]!, round, "dialogue", delayS);
+  }
+}
+
+/** The first turn of a new room: the first speaker, round 1, at once. */
+export function planKickoff(proj: TurnsProjection, now: string): Step[] {
+  const plan = new Planner(proj, now);
+  plan.open(plan.room.config.participants[0]!, 1, "dialogue", 0);
+  return plan.steps;
+}
+
+/** Everything that follows the end of a turn: its close, absences, the completion protocol, the next turn or the room's end. */
+export function planAfterTurn(proj: TurnsProjection, turn: TurnState, outcome: Outcome, now: string): Step[] {
+  const plan = new Planner(proj, now);
+  const delay = plan.room.config.delay_s;
+  if (outcome.kind === "skip") {
+    plan.push("turn.skipped", { turn_id: turn.id, reason: outcome.reason });
+    const who = participant(plan.room, turn.agent_id);
+    if (who && who.status === "active" && who.timeouts >= plan.room.config.absent_after) {
+      plan.push("participant.absent", { agent_id: who.agent_id, timeouts: who.timeouts });
+    }
+  } else {
+    plan.push("turn.done", { turn_id: turn.id, result: outcome.result, message_id: outcome.message_id });
+    if (outcome.result === "blocked") {
+      plan.push("room.blocked", { reason: outcome.text.slice(0, 500), agent_id: turn.agent_id });
+      return plan.steps;
+    }
+  }
+  const room = plan.room;
+  const { policy, supervisor } = room.config;
+  if (activeParticipants(room).length < 2) {
+    plan.push("room.blocked", { reason: "not_enough_participants" });
+    return plan.steps;
+  }
+  const result = outcome.kind === "reply" ? outcome.result : null;
+
+  if (turn.phase === "confirm" && room.proposal) {
+    if (result === "continue") {
+      plan.push("completion.rejected", { agent_id: turn.agent_id, turn_id: turn.id });
+      plan.continueAfter(turn.agent_id, delay);
+      return plan.steps;
+    }
+    if (result === "complete") plan.push("completion.confirmed", { agent_id: turn.agent_id, turn_id: turn.id });
+    const next = room.proposal!.pending.find((a) => participant(room, a)?.status === "active");
+    if (next === undefined) {
+      plan.push("room.completed", { by: room.proposal!.by, confirmed: room.proposal!.confirmed, policy });
+      return plan.steps;
+    }
+    plan.open(next, room.round, "confirm", delay);
+    return plan.steps;
+  }
+
+  if (result === "complete") {
+    if (policy === "supervisor" && turn.agent_id === supervisor) {
+      plan.push("room.completed", { by: turn.agent_id, confirmed: [], policy });
+      return plan.steps;
+    }
+    const pending = confirmersFor(room, turn.agent_id);
+    plan.push("completion.proposed", { by: turn.agent_id, turn_id: turn.id, pending });
+    plan.open(pending[0]!, room.round, "confirm", delay);
+    return plan.steps;
+  }
+  plan.continueAfter(turn.agent_id, delay);
+  return plan.steps;
+}
+
+/** Who must confirm a proposal: the supervisor (when active), else every other active participant, in order after the proposer. */
+function confirmersFor(room: TurnsRoom, proposer: string): string[] {
+  const { policy, supervisor, participants: order } = room.config;
+  if (policy === "supervisor" && supervisor !== null && participant(room, supervisor)?.status === "active") return [supervisor];
+  const at = order.indexOf(proposer);
+  return [...order.slice(at + 1), ...order.slice(0, at)].filter((a) => participant(room, a)?.status === "active");
+}
+
+/** The owner resumes a blocked room: the dialogue goes on after whoever had the last turn. */
+export function planResume(proj: TurnsProjection, now: string): Step[] {
+  const plan = new Planner(proj, now);
+  plan.push("room.resumed", {});
+  plan.continueAfter(plan.room.last_agent, 0);
+  return plan.steps;
+}
+
+/** Why the room cannot resume yet, or null. */
+export function resumeRefusal(room: TurnsRoom): string | null {
+  if (room.status !== "blocked") return `The room is ${room.status}; only a blocked room can be resumed.`;
+  if (activeParticipants(room).length < 2) {
+    const absent = room.participants.filter((p) => p.status === "absent").map((p) => `"${p.agent_id}"`);
+    return `Fewer than 2 participants are active: reinstate one of ${absent.join(", ")} first (POST .../turns/reinstate).`;
+  }
+  return null;
+}
+
+// ---- the passive monitor ----
+
+export type HealthAlert =
+  | { type: "stalled_turn"; turn_id: number; agent_id: string; detail: string }
+  | { type: "expired_lease"; turn_id: number; agent_id: string; detail: string }
+  | { type: "repeated_loop"; agent_ids: string[]; detail: string }
+  | { type: "near_max_rounds"; round: number; max_rounds: number; detail: string }
+  | { type: "absent_participant"; agent_id: string; detail: string };
+
+export const normaliseText = (text: string) => text.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, " ").trim();
+
+/**
+ * Alerts on a turns room: a ready turn past its claim deadline, a lease that ran out (both wait for
+ * the sweeper), the last four replies alternating A,B,A,B with the same text per speaker, the last
+ * round reached, absent participants.
+ */
+export function healthAlerts(room: TurnsRoom, current: Turn | undefined, lastReplies: { agent_id: string; text: string }[], now: string): HealthAlert[] {
+  const alerts: HealthAlert[] = [];
+  if (current && current.status === "ready" && current.claim_by <= now) {
+    alerts.push({ type: "stalled_turn", turn_id: current.id, agent_id: current.agent_id, detail: `Turn ${current.id} of "${current.agent_id}" was not claimed by ${current.claim_by}; the sweeper skips it.` });
+  }
+  if (current && current.status === "claimed" && current.lease_until !== null && current.lease_until <= now) {
+    alerts.push({ type: "expired_lease", turn_id: current.id, agent_id: current.agent_id, detail: `The lease of "${current.agent_id}" on turn ${current.id} ran out at ${current.lease_until} without a reply.` });
+  }
+  const last = lastReplies.slice(-4);
+  if (last.length === 4) {
+    const [a, b, c, d] = last.map((r) => ({ agent: r.agent_id, text: normaliseText(r.text) })) as [{ agent: string; text: string }, { agent: string; text: string }, { agent: string; text: string }, { agent: string; text: string }];
+    if (a.agent !== b.agent && a.agent === c.agent && b.agent === d.agent && a.text === c.text && b.text === d.text) {
+      alerts.push({ type: "repeated_loop", agent_ids: [a.agent, b.agent], detail: `"${a.agent}" and "${b.agent}" repeat the same replies to each other.` });
+    }
+  }
+  if (room.status === "active" && room.round >= room.config.max_rounds - 1) {
+    alerts.push({ type: "near_max_rounds", round: room.round, max_rounds: room.config.max_rounds, detail: `Round ${room.round} of ${room.config.max_rounds}: the room blocks after round ${room.config.max_rounds}.` });
+  }
+  for (const p of room.participants) {
+    if (p.status === "absent") alerts.push({ type: "absent_participant", agent_id: p.agent_id, detail: `"${p.agent_id}" missed ${p.timeouts} turns in a row and left the rotation; the owner can reinstate it.` });
+  }
+  return alerts;
+}

@@ -1,0 +1,98 @@
+import { z } from "zod";
+import { agentId, messageText, queryInt } from "./common";
+import { message, receipt, signatureV1 } from "./messages";
+import { TURNS_DEFAULTS, TURNS_LIMITS } from "../domain/turns";
+
+const int = (name: string, [min, max]: readonly [number, number]) =>
+  z.number({ error: `must be ${name}` }).int(`must be ${name}`).min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
+const leaseToken = z.string({ error: "must be the lease token the claim returned" }).min(1, "must be the lease token the claim returned").max(200);
+
+/** The `turns` object of POST /api/rooms with mode "turns". */
+export const turnsConfigBody = z
+  .object({
+    participants: z
+      .array(agentId, { error: "must be an array of agent_ids" })
+      .min(TURNS_LIMITS.participants[0], `must list at least ${TURNS_LIMITS.participants[0]} agents`)
+      .max(TURNS_LIMITS.participants[1], `must list at most ${TURNS_LIMITS.participants[1]} agents`)
+      .refine((a) => new Set(a).size === a.length, "must not list an agent twice"),
+    first: agentId.optional(),
+    max_rounds: int("a whole number", TURNS_LIMITS.max_rounds).optional().default(TURNS_DEFAULTS.max_rounds),
+    turn_timeout_s: int("a whole number of seconds", TURNS_LIMITS.turn_timeout_s).optional().default(TURNS_DEFAULTS.turn_timeout_s),
+    delay_s: int("a whole number of seconds", TURNS_LIMITS.delay_s).optional().default(TURNS_DEFAULTS.delay_s),
+    policy: z.enum(["consensus", "supervisor"], { error: 'must be "consensus" or "supervisor"' }).optional().default(TURNS_DEFAULTS.policy),
+    supervisor: agentId.optional(),
+    absent_after: int("a whole number", TURNS_LIMITS.absent_after).optional().default(TURNS_DEFAULTS.absent_after),
+  }, { error: "must be an object" })
+  .strict()
+  .refine((t) => t.first === undefined || t.participants.includes(t.first), { message: "must be one of the participants", path: ["first"] })
+  .refine((t) => t.policy !== "supervisor" || t.supervisor !== undefined, { message: 'is required with policy "supervisor"', path: ["supervisor"] })
+  .refine((t) => t.supervisor === undefined || t.participants.includes(t.supervisor), { message: "must be one of the participants", path: ["supervisor"] })
+  .refine((t) => t.supervisor === undefined || t.policy === "supervisor", { message: 'is only for policy "supervisor"', path: ["supervisor"] });
+export type TurnsConfigInput = z.infer<typeof turnsConfigBody>;
+
+export const turnResult = z.enum(["continue", "complete", "pass", "blocked"], { error: "must be one of continue, complete, pass, blocked" });
+
+export const claimTurnBody = z.object({ agent_id: agentId, sig: signatureV1.optional() });
+export type ClaimTurnInput = z.infer<typeof claimTurnBody>;
+
+export const replyTurnBody = z.object({ agent_id: agentId, lease_token: leaseToken, text: messageText, result: turnResult, sig: signatureV1.optional() });
+export type ReplyTurnInput = z.infer<typeof replyTurnBody>;
+
+export const skipTurnBody = z.object({ agent_id: agentId.optional(), sig: signatureV1.optional() });
+export type SkipTurnInput = z.infer<typeof skipTurnBody>;
+
+export const myTurnQuery = z.object({ agent_id: agentId, wait: queryInt(0, 30).optional() });
+export type MyTurnInput = z.infer<typeof myTurnQuery>;
+
+export const cancelTurnsBody = z.object({ reason: z.string({ error: "must be a string" }).trim().max(500, "must be at most 500 characters").optional() });
+export const raiseRoundsBody = z.object({ max_rounds: int("a whole number", TURNS_LIMITS.max_rounds) });
+export const reinstateBody = z.object({ agent_id: agentId });
+export const moderatorNoteBody = z.object({ text: messageText });
+
+// ---- responses ----
+
+const turnStatus = z.enum(["ready", "claimed", "done", "skipped", "cancelled"]);
+export const turn = z.object({
+  id: z.number().int(),
+  round: z.number().int(),
+  slot: z.number().int(),
+  agent_id: z.string(),
+  phase: z.enum(["dialogue", "confirm"]),
+  status: turnStatus,
+  available_at: z.string(),
+  claim_by: z.string(),
+  lease_until: z.string().nullable(),
+  result: turnResult.nullable(),
+  reason: z.string().nullable(),
+  message_id: z.number().int().nullable(),
+  opened_at: z.string(),
+  closed_at: z.string().nullable(),
+});
+
+export const turnsState = z.object({
+  status: z.enum(["active", "completed", "blocked", "cancelled"]),
+  reason: z.string().nullable(),
+  round: z.number().int(),
+  max_rounds: z.number().int(),
+  policy: z.enum(["consensus", "supervisor"]),
+  supervisor: z.string().nullable(),
+  turn_timeout_s: z.number().int(),
+  delay_s: z.number().int(),
+  absent_after: z.number().int(),
+  participants: z.array(z.object({ agent_id: z.string(), slot: z.number().int(), status: z.enum(["active", "absent"]), timeouts: z.number().int() })),
+  proposal: z.object({ by: z.string(), turn_id: z.number().int(), pending: z.array(z.string()), confirmed: z.array(z.string()) }).nullable(),
+  current: turn.nullable(),
+});
+
+export const turnsOverview = turnsState.extend({ turns: z.array(turn) });
+export const myTurn = z.object({
+  turn: turn.nullable(),
+  input_messages: z.array(message),
+  room_status: turnsState.shape.status,
+  detail: z.string(),
+});
+export const claimedTurn = z.object({ turn, lease_token: z.string(), lease_until: z.string(), input_messages: z.array(message), receipt: receipt.nullable() });
+export const repliedTurn = z.object({ message_id: z.number().int(), turn, next: turn.nullable(), room_status: turnsState.shape.status, receipt });
+export const turnsActionResult = turnsState.extend({ receipt: receipt.nullable() });
+export const healthAlert = z.object({ type: z.string(), detail: z.string() }).catchall(z.unknown());
+export const turnsHealth = z.object({ status: turnsState.shape.status, round: z.number().int(), max_rounds: z.number().int(), current: turn.nullable(), alerts: z.array(healthAlert) });

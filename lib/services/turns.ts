@@ -1,0 +1,447 @@
+/**
+ * Turns mode (issue 6): the server makes every turn. Each transition is one event appended inside
+ * one write transaction, and the projections are what the reducer of lib/domain/turns.ts makes of
+ * the events (the verifier replays the same reducer); the rules of what comes next are the
+ * planner's in the same module. The immediate transaction serialises claims, so of two concurrent
+ * claims the first one makes the lease and the second one finds it (and gets the same token).
+ */
+import crypto from "node:crypto";
+import { ParleyError } from "../errors";
+import type { Message } from "../domain/message";
+import {
+  applyTurnEvent, healthAlerts, INPUT_MESSAGES_MAX, isOpenTurn, participant, planAfterTurn, planKickoff, planResume,
+  publicTurn, resumeRefusal, TERMINAL_TURNS_STATUSES, type Outcome, type Step, type TurnsConfig, type TurnsProjection,
+  type TurnsRoom, type TurnState,
+} from "../domain/turns";
+import { isExpired } from "../domain/room";
+import { utf8 } from "../log/bytes";
+import type { EventSig, LogEvent } from "../log/event";
+import type { ClaimTurnInput, MyTurnInput, ReplyTurnInput, SkipTurnInput } from "../schemas/turns";
+import { turnsProtocolCard } from "../instructions/turns";
+import type { RoomRow, StoreReader, StoreWriter } from "../store/types";
+import { isoNow, type Caller, type Services } from "./context";
+import { appendEvent, writeTx, type Appended, type NewEvent, type Receipt } from "./events";
+import { appendMessage, messageFromRow } from "./messages";
+import { requireOpenRoom, requireOwner, requireRoom } from "./rooms";
+import { checkAgentSignature } from "./signatures";
+
+const hashToken = (token: string) => crypto.createHash("sha256").update(token).digest("hex");
+const isoAfter = (svc: Services, seconds: number) => new Date(svc.clock.now() + seconds * 1000).toISOString();
+
+// ---- lease tokens ----
+
+const leaseSecrets = new WeakMap<Services, Buffer>();
+/**
+ * A lease token is derived from the server key and the claim (room, turn, seq of the claim event),
+ * so a live re-claim returns the same token while only its hash is stored.
+ */
+function leaseToken(svc: Services, room: string, turnId: number, claimSeq: number): string {
+  let secret = leaseSecrets.get(svc);
+  if (!secret) leaseSecrets.set(svc, (secret = Buffer.from(svc.key.sign(utf8("parley turn lease tokens v1")))));
+  return crypto.createHmac("sha256", secret).update(`${room}/${turnId}/${claimSeq}`).digest("base64url");
+}
+
+function tokenMatches(turn: TurnState, token: string): boolean {
+  if (turn.lease_hash === null) return false;
+  const given = Buffer.from(hashToken(token), "hex");
+  const held = Buffer.from(turn.lease_hash, "hex");
+  return given.length === held.length && crypto.timingSafeEqual(given, held);
+}
+
+// ---- reading the projection ----
+
+function requireTurnsRoom(reader: Pick<StoreReader, "getTurnsRoom">, room: RoomRow): TurnsRoom {
+  const turns = room.mode === "turns" ? reader.getTurnsRoom(room.uuid) : undefined;
+  if (!turns) throw new ParleyError("turn_not_found", 'This room is not a turns room: it was created with mode "open", so anyone may post at any time.');
+  return turns;
+}
+
+function requireTurn(reader: Pick<StoreReader, "getTurn">, room: RoomRow, rawId: string): TurnState {
+  const id = Number(rawId);
+  const turn = Number.isSafeInteger(id) && id > 0 ? reader.getTurn(room.uuid, id) : undefined;
+  if (!turn) throw new ParleyError("turn_not_found", `No turn ${String(rawId).slice(0, 20)} in this room. GET /api/rooms/${room.uuid}/turns/current shows the open one.`);
+  return turn;
+}
+
+/** The turns room with the open turn and any others named: the part of the projection a write touches. */
+function loadProjection(reader: StoreReader, room: RoomRow, ...turns: TurnState[]): TurnsProjection {
+  const turnsRoom = requireTurnsRoom(reader, room);
+  const byId = new Map(turns.map((t) => [t.id, t]));
+  if (turnsRoom.current !== null && !byId.has(turnsRoom.current)) {
+    const current = reader.getTurn(room.uuid, turnsRoom.current);
+    if (current) byId.set(current.id, current);
+  }
+  return { room: turnsRoom, turns: [...byId.values()] };
+}
+
+function requireParticipant(turnsRoom: TurnsRoom, agentId: string): void {
+  if (!participant(turnsRoom, agentId)) {
+    throw new ParleyError("not_participant", `"${agentId}" is not a participant of this turns room (participants: ${turnsRoom.config.participants.map((a) => `"${a}"`).join(", ")}). Watch it, or ask the owner for a room of your own.`);
+  }
+}
+
+// ---- writing ----
+
+/** Appends events in order and writes the projections they change. Completed and cancelled rooms become read-only. */
+function appendTurnEvents(svc: Services, tx: StoreWriter, room: RoomRow, proj: TurnsProjection, events: NewEvent[]): { room: RoomRow; appended: Appended[] } {
+  const appended: Appended[] = [];
+  for (const event of events) {
+    const ends = event.type === "room.completed" || event.type === "room.cancelled";
+    const a = appendEvent(svc, tx, room, event, ends ? { status: "closed" } : {});
+    applyTurnEvent(proj, a.event);
+    appended.push(a);
+    room = a.room;
+  }
+  tx.saveTurnsRoom(room.uuid, proj.room!);
+  for (const t of proj.turns) tx.saveTurn(room.uuid, t);
+  return { room, appended };
+}
+
+const serverEvents = (steps: Step[], first?: { actor: string; sig?: EventSig }): NewEvent[] =>
+  steps.map((s, i) => ({ ...s, actor: i === 0 && first ? first.actor : "server", ...(i === 0 && first?.sig ? { sig: first.sig } : {}) }));
+
+/** Inside createRoom's transaction: the kickoff protocol card, then the first turn. */
+export function startTurns(svc: Services, tx: StoreWriter, room: RoomRow, created: LogEvent, config: TurnsConfig): RoomRow {
+  const proj = applyTurnEvent({ room: null, turns: [] }, created);
+  const card = appendMessage(svc, tx, room, "server", { text: turnsProtocolCard(config, room.uuid), kickoff: true });
+  return appendTurnEvents(svc, tx, card.appended.room, proj, serverEvents(planKickoff(proj, isoNow(svc)))).room;
+}
+
+/**
+ * Timeouts, applied now: the open turn of a room, if past its deadline, is skipped and the next
+ * turn opens (the sweeper does this every second; claims and reads do it first for their room).
+ */
+function settleTurn(svc: Services, uuid: string, turnId: number): boolean {
+  return writeTx(svc, (tx) => {
+    const room = tx.getRoom(uuid);
+    const now = isoNow(svc);
+    if (!room || room.status === "expired" || isExpired(room, now)) return false;
+    const turn = tx.getTurn(uuid, turnId);
+    if (!turn || !isOpenTurn(turn)) return false;
+    const deadline = turn.status === "ready" ? turn.claim_by : turn.lease_until;
+    if (deadline === null || deadline > now) return false;
+    const proj = loadProjection(tx, room, turn);
+    appendTurnEvents(svc, tx, room, proj, serverEvents(planAfterTurn(proj, turn, { kind: "skip", reason: "timeout" }, now)));
+    return true;
+  });
+}
+
+function settleRoom(svc: Services, room: RoomRow): void {
+  const current = room.mode === "turns" ? svc.store.getTurnsRoom(room.uuid)?.current : null;
+  if (current != null) settleTurn(svc, room.uuid, current);
+}
+
+/** Skips every open turn past its deadline (any room). Called from the server's turn timer, and by tests with a manual clock. */
+export function sweepTurns(svc: Services, batch = 100): { skipped: number } {
+  let skipped = 0;
+  for (;;) {
+    const due = svc.store.dueTurns(isoNow(svc), batch);
+    for (const { room, id } of due) if (settleTurn(svc, room, id)) skipped++;
+    if (due.length < batch) return { skipped };
+  }
+}
+
+// ---- views ----
+
+export function turnsStateView(turnsRoom: TurnsRoom, current: TurnState | undefined) {
+  const { config } = turnsRoom;
+  return {
+    status: turnsRoom.status,
+    reason: turnsRoom.reason,
+    round: turnsRoom.round,
+    max_rounds: config.max_rounds,
+    policy: config.policy,
+    supervisor: config.supervisor,
+    turn_timeout_s: config.turn_timeout_s,
+    delay_s: config.delay_s,
+    absent_after: config.absent_after,
+    participants: turnsRoom.participants.map((p, slot) => ({ agent_id: p.agent_id, slot, status: p.status, timeouts: p.timeouts })),
+    proposal: turnsRoom.proposal,
+    current: current && isOpenTurn(current) ? publicTurn(current) : null,
+  };
+}
+
+function stateOf(reader: StoreReader, room: RoomRow) {
+  const turnsRoom = requireTurnsRoom(reader, room);
+  const current = turnsRoom.current === null ? undefined : reader.getTurn(room.uuid, turnsRoom.current);
+  return { turnsRoom, current, view: turnsStateView(turnsRoom, current) };
+}
+
+/** GET /turns/current: the room's turn state and its open turn. */
+export function currentTurn(svc: Services, rawRoomId: string) {
+  const room = requireRoom(svc, rawRoomId);
+  settleRoom(svc, room);
+  return stateOf(svc.store, room).view;
+}
+
+/** GET /turns: the state and every turn, oldest first. */
+export function listTurns(svc: Services, rawRoomId: string) {
+  const room = requireRoom(svc, rawRoomId);
+  settleRoom(svc, room);
+  return { ...stateOf(svc.store, room).view, turns: svc.store.listTurns(room.uuid).map(publicTurn) };
+}
+
+/** The newest messages (at most INPUT_MESSAGES_MAX) after the participant's last turn. */
+function inputMessages(reader: StoreReader, room: RoomRow, turnsRoom: TurnsRoom, agentId: string): Message[] {
+  const since = participant(turnsRoom, agentId)?.last_turn_seq ?? 0;
+  return reader.tailMessages(room.uuid, INPUT_MESSAGES_MAX).filter((m) => m.seq > since).map(messageFromRow);
+}
+
+const endedDetail = (t: TurnsRoom) =>
+  t.status === "completed" ? "The conversation is complete. Stop: there are no more turns."
+    : t.status === "cancelled" ? "The owner cancelled this room. Stop: there are no more turns."
+      : `The room is blocked (${t.reason}); no turn is open until the owner resumes it. Poll again later, or stop.`;
+
+/**
+ * GET /turns/mine: this agent's open turn with the messages since its last turn; with `wait`,
+ * held until it is this agent's turn (or the room ends).
+ */
+export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnInput, signal?: AbortSignal) {
+  const until = Date.now() + (input.wait ?? 0) * 1000;
+  for (;;) {
+    const room = requireRoom(svc, rawRoomId);
+    settleRoom(svc, room);
+    const { turnsRoom, current } = stateOf(svc.store, room);
+    requireParticipant(turnsRoom, input.agent_id);
+    const now = isoNow(svc);
+    const mine = current && isOpenTurn(current) && current.agent_id === input.agent_id ? current : undefined;
+    const base = { room_status: turnsRoom.status, input_messages: [] as Message[] };
+    if (mine && mine.available_at <= now) {
+      const action = mine.status === "claimed" ? "You hold its lease: reply" : `Claim it (POST .../turns/${mine.id}/claim) before ${mine.claim_by}, then reply`;
+      const what = mine.phase === "confirm" ? `Confirm turn: ${turnsRoom.proposal?.by ?? "someone"} proposed to finish. Reply result "complete" to confirm or "continue" to reject.` : `Round ${mine.round} of ${turnsRoom.config.max_rounds}.`;
+      return { ...base, turn: publicTurn(mine), input_messages: inputMessages(svc.store, room, turnsRoom, input.agent_id), detail: `It is your turn (${mine.id}). ${what} ${action}.` };
+    }
+    if (turnsRoom.status !== "active") return { ...base, turn: null, detail: endedDetail(turnsRoom) };
+    const left = until - Date.now();
+    if (left <= 0 || signal?.aborted) {
+      if (mine) return { ...base, turn: publicTurn(mine), detail: `Your turn ${mine.id} opens at ${mine.available_at}; claim it then.` };
+      const whose = current && isOpenTurn(current) ? `It is "${current.agent_id}"'s turn (${current.id}).` : "No turn is open.";
+      return { ...base, turn: null, detail: `Not your turn yet. ${whose} Ask again with wait=30.` };
+    }
+    if (mine) {
+      // Mine, after the delay: sleep until it opens (or the wait ends).
+      const opensIn = Date.parse(mine.available_at) - svc.clock.now();
+      await sleep(Math.min(left, Math.max(opensIn, 10)), signal);
+    } else {
+      await svc.notifier.waitFor(room.uuid, room.headSize, () => svc.store.getRoom(room.uuid)?.headSize ?? 0, left, signal);
+    }
+  }
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+
+/** Only the assigned agent, not before available_at, atomically; a live re-claim gets the same token back. */
+export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, input: ClaimTurnInput) {
+  settleRoom(svc, requireRoom(svc, rawRoomId));
+  return writeTx(svc, (tx) => {
+    const room = requireOpenRoom(svc, rawRoomId, tx);
+    const turn = requireTurn(tx, room, rawTurnId);
+    const proj = loadProjection(tx, room, turn);
+    const turnsRoom = proj.room!;
+    requireParticipant(turnsRoom, input.agent_id);
+    if (turn.agent_id !== input.agent_id) {
+      throw new ParleyError("not_your_turn", `Turn ${turn.id} belongs to "${turn.agent_id}". GET /api/rooms/${room.uuid}/turns/mine?agent_id=${encodeURIComponent(input.agent_id)}&wait=30 waits for yours.`);
+    }
+    const now = isoNow(svc);
+    if (turn.status === "claimed") {
+      if (turn.lease_until !== null && turn.lease_until > now) {
+        return {
+          turn: publicTurn(turn),
+          lease_token: leaseToken(svc, room.uuid, turn.id, turn.claim_seq!),
+          lease_until: turn.lease_until,
+          input_messages: inputMessages(tx, room, turnsRoom, input.agent_id),
+          receipt: null as Receipt | null,
+        };
+      }
+      throw new ParleyError("lease_expired", `Your lease on turn ${turn.id} ran out at ${turn.lease_until}; the turn is skipped. Wait for your next turn.`);
+    }
+    if (turn.status !== "ready") {
+      throw new ParleyError("invalid_transition", `Turn ${turn.id} is ${turn.status}${turn.reason ? ` (${turn.reason})` : ""}. GET .../turns/mine?agent_id=...&wait=30 for your next turn.`);
+    }
+    if (turn.available_at > now) {
+      const inS = Math.ceil((Date.parse(turn.available_at) - svc.clock.now()) / 1000);
+      throw new ParleyError("turn_not_ready", `Turn ${turn.id} opens at ${turn.available_at} (in ${inS} s): claim it then.`);
+    }
+    const payload = { turn_id: turn.id };
+    const seq = room.headSize + 1;
+    const sig = checkAgentSignature(svc, tx, { room: room.uuid, type: "turn.claimed", actor: input.agent_id, payload, seq, signature: input.sig && { kind: "v1", ...input.sig } });
+    const token = leaseToken(svc, room.uuid, turn.id, seq);
+    const leaseUntil = isoAfter(svc, turnsRoom.config.turn_timeout_s);
+    const { appended } = appendTurnEvents(svc, tx, room, proj, [
+      { type: "turn.claimed", actor: input.agent_id, payload, server: { lease_until: leaseUntil, lease_hash: hashToken(token) }, sig },
+    ]);
+    return {
+      turn: publicTurn(proj.turns.find((t) => t.id === turn.id)!),
+      lease_token: token,
+      lease_until: leaseUntil,
+      input_messages: inputMessages(tx, room, turnsRoom, input.agent_id),
+      receipt: appended[0]!.receipt as Receipt | null,
+    };
+  });
+}
+
+/** The lease holder's reply: a message carrying the turn id, the turn's close, and what follows it. */
+export function replyTurn(svc: Services, caller: Caller, rawRoomId: string, rawTurnId: string, input: ReplyTurnInput) {
+  svc.limiter.take(`posts:${caller.ip}`, svc.config.rate.postsPerMinute, 60_000, "messages from your address");
+  return writeTx(svc, (tx) => {
+    const room = requireOpenRoom(svc, rawRoomId, tx);
+    const turn = requireTurn(tx, room, rawTurnId);
+    const proj = loadProjection(tx, room, turn);
+    requireParticipant(proj.room!, input.agent_id);
+    if (turn.agent_id !== input.agent_id || !tokenMatches(turn, input.lease_token)) {
+      throw new ParleyError("not_your_turn", `This lease token does not hold turn ${turn.id}${turn.agent_id !== input.agent_id ? ` (it is "${turn.agent_id}"'s)` : ""}. Use the token your claim returned.`);
+    }
+    const now = isoNow(svc);
+    if (turn.status === "done") throw new ParleyError("invalid_transition", `You already replied to turn ${turn.id} (message ${turn.message_id}).`);
+    if (turn.status === "skipped" && turn.reason === "timeout") {
+      throw new ParleyError("lease_expired", `Your lease on turn ${turn.id} ran out at ${turn.lease_until} and the turn was skipped; your reply was not posted. Wait for your next turn.`);
+    }
+    if (turn.status !== "claimed") throw new ParleyError("invalid_transition", `Turn ${turn.id} is ${turn.status}${turn.reason ? ` (${turn.reason})` : ""}; your reply was not posted.`);
+    if (turn.lease_until !== null && turn.lease_until <= now) {
+      throw new ParleyError("lease_expired", `Your lease on turn ${turn.id} ran out at ${turn.lease_until}; your reply was not posted. Wait for your next turn.`);
+    }
+    if (turn.phase === "confirm" && input.result === "pass") {
+      throw new ParleyError("validation_error", 'result: in a confirm turn reply "complete" to confirm the proposal, "continue" to reject it, or "blocked".');
+    }
+    const payload = { text: input.text, turn_id: turn.id, result: input.result };
+    const sig = checkAgentSignature(svc, tx, { room: room.uuid, type: "message.posted", actor: input.agent_id, payload, seq: room.headSize + 1, signature: input.sig && { kind: "v1", ...input.sig } });
+    const { message, appended } = appendMessage(svc, tx, room, input.agent_id, payload, sig);
+    const outcome: Outcome = { kind: "reply", result: input.result, text: input.text, message_id: message.id };
+    appendTurnEvents(svc, tx, appended.room, proj, serverEvents(planAfterTurn(proj, turn, outcome, now)));
+    const next = proj.room!.current === null ? undefined : proj.turns.find((t) => t.id === proj.room!.current);
+    return {
+      message_id: message.id,
+      turn: publicTurn(proj.turns.find((t) => t.id === turn.id)!),
+      next: next ? publicTurn(next) : null,
+      room_status: proj.room!.status,
+      receipt: appended.receipt,
+    };
+  });
+}
+
+/** The supervisor (policy supervisor) or the owner skips the open turn; it does not count as a timeout. */
+export function skipTurn(svc: Services, rawRoomId: string, rawTurnId: string, input: SkipTurnInput, bearer: string | undefined) {
+  return writeTx(svc, (tx) => {
+    const room = requireOpenRoom(svc, rawRoomId, tx);
+    const turn = requireTurn(tx, room, rawTurnId);
+    const proj = loadProjection(tx, room, turn);
+    const { supervisor, policy } = proj.room!.config;
+    let actor = "owner";
+    let sig: EventSig | undefined;
+    if (input.agent_id === undefined) requireOwner(svc, room, bearer);
+    else {
+      if (policy !== "supervisor" || input.agent_id !== supervisor) {
+        throw new ParleyError("forbidden", `Only the supervisor${supervisor ? ` ("${supervisor}")` : " (none: this room decides by consensus)"} or the room owner may skip a turn.`);
+      }
+      actor = input.agent_id;
+    }
+    if (!isOpenTurn(turn)) throw new ParleyError("invalid_transition", `Turn ${turn.id} is ${turn.status}; only an open turn can be skipped.`);
+    const steps = planAfterTurn(proj, turn, { kind: "skip", reason: actor === "owner" ? "owner" : "supervisor" }, isoNow(svc));
+    if (actor !== "owner") {
+      sig = checkAgentSignature(svc, tx, { room: room.uuid, type: steps[0]!.type, actor, payload: steps[0]!.payload, seq: room.headSize + 1, signature: input.sig && { kind: "v1", ...input.sig } });
+    }
+    const { appended } = appendTurnEvents(svc, tx, room, proj, serverEvents(steps, { actor, sig }));
+    return { ...turnsStateView(proj.room!, proj.turns.find((t) => t.id === proj.room!.current)), receipt: appended[0]!.receipt as Receipt | null };
+  });
+}
+
+// ---- the owner ----
+
+function ownerAction(svc: Services, rawRoomId: string, bearer: string | undefined, act: (proj: TurnsProjection, room: RoomRow, tx: StoreWriter) => NewEvent[]) {
+  return writeTx(svc, (tx) => {
+    const room = requireRoom(svc, rawRoomId, tx);
+    requireOwner(svc, room, bearer);
+    const proj = loadProjection(tx, room);
+    if (TERMINAL_TURNS_STATUSES.has(proj.room!.status)) {
+      throw new ParleyError("room_closed", `This turns room is ${proj.room!.status} and read-only.`);
+    }
+    const events = act(proj, room, tx);
+    const { appended } = appendTurnEvents(svc, tx, room, proj, events);
+    const current = proj.room!.current === null ? undefined : proj.turns.find((t) => t.id === proj.room!.current);
+    return { ...turnsStateView(proj.room!, current), receipt: (appended[0]?.receipt ?? null) as Receipt | null };
+  });
+}
+
+const byOwner = (steps: Step[]): NewEvent[] => serverEvents(steps, { actor: "owner" });
+
+export const cancelTurns = (svc: Services, rawRoomId: string, bearer: string | undefined, reason?: string) =>
+  ownerAction(svc, rawRoomId, bearer, () => [{ type: "room.cancelled", actor: "owner", payload: reason ? { reason } : {} }]);
+
+export const resumeTurns = (svc: Services, rawRoomId: string, bearer: string | undefined) =>
+  ownerAction(svc, rawRoomId, bearer, (proj) => {
+    const refusal = resumeRefusal(proj.room!);
+    if (refusal) throw new ParleyError("invalid_transition", refusal);
+    const steps = planResume(proj, isoNow(svc));
+    if (steps.at(-1)!.type === "room.blocked") {
+      throw new ParleyError("invalid_transition", `All ${proj.room!.config.max_rounds} rounds are used: raise max_rounds first (POST .../turns/max-rounds {max_rounds}).`);
+    }
+    return byOwner(steps);
+  });
+
+export const raiseMaxRounds = (svc: Services, rawRoomId: string, bearer: string | undefined, maxRounds: number) =>
+  ownerAction(svc, rawRoomId, bearer, (proj) => {
+    const current = proj.room!.config.max_rounds;
+    if (maxRounds <= current) throw new ParleyError("validation_error", `max_rounds: must be greater than the current ${current}.`);
+    return [{ type: "room.rounds_raised", actor: "owner", payload: { max_rounds: maxRounds } }];
+  });
+
+export const reinstateParticipant = (svc: Services, rawRoomId: string, bearer: string | undefined, agentId: string) =>
+  ownerAction(svc, rawRoomId, bearer, (proj) => {
+    requireParticipant(proj.room!, agentId);
+    if (participant(proj.room!, agentId)!.status !== "absent") throw new ParleyError("invalid_transition", `"${agentId}" is not absent.`);
+    return [{ type: "participant.reinstated", actor: "owner", payload: { agent_id: agentId } }];
+  });
+
+/** A moderator note: a message from the owner, outside the turns. */
+export function moderatorNote(svc: Services, rawRoomId: string, bearer: string | undefined, text: string) {
+  return writeTx(svc, (tx) => {
+    const room = requireOpenRoom(svc, rawRoomId, tx);
+    requireOwner(svc, room, bearer);
+    requireTurnsRoom(tx, room);
+    const { message, appended } = appendMessage(svc, tx, room, "owner", { text, moderator: true });
+    return { ...message, receipt: appended.receipt };
+  });
+}
+
+// ---- messages in a turns room ----
+
+/** In a turns room only a participant holding a live lease may post to /messages (extra messages within its turn). */
+export function requireTurnToPost(svc: Services, tx: StoreReader, room: RoomRow, agentId: string): void {
+  const turnsRoom = requireTurnsRoom(tx, room);
+  requireParticipant(turnsRoom, agentId);
+  const current = turnsRoom.current === null ? undefined : tx.getTurn(room.uuid, turnsRoom.current);
+  const holds = current?.status === "claimed" && current.agent_id === agentId && current.lease_until !== null && current.lease_until > isoNow(svc);
+  if (!holds) {
+    const how = `This is a turns room: wait for your turn (GET /api/rooms/${room.uuid}/turns/mine?agent_id=${encodeURIComponent(agentId)}&wait=30), claim it (POST .../turns/{turn_id}/claim) and answer with POST .../turns/{turn_id}/reply {agent_id, lease_token, text, result}.`;
+    throw new ParleyError("not_your_turn", `It is not your turn. ${how}`, { status: 409 });
+  }
+}
+
+// ---- the passive monitor ----
+
+/** GET /health of a turns room: status and alerts; reads only. */
+export function turnsHealth(svc: Services, rawRoomId: string) {
+  const room = requireRoom(svc, rawRoomId);
+  const { turnsRoom, current, view } = stateOf(svc.store, room);
+  const replies = svc.store
+    .lastTurns(room.uuid, 12)
+    .filter((t) => t.message_id !== null)
+    .slice(-4)
+    .flatMap((t) => svc.store.listMessages(room.uuid, t.message_id! - 1, 1).map((m) => ({ agent_id: m.agentId, text: m.text })));
+  return {
+    status: turnsRoom.status,
+    round: turnsRoom.round,
+    max_rounds: turnsRoom.config.max_rounds,
+    current: view.current,
+    alerts: healthAlerts(turnsRoom, current && isOpenTurn(current) ? current : undefined, replies, isoNow(svc)),
+  };
+}
