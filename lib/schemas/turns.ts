@@ -22,7 +22,7 @@ export const turnsConfigBody = z
     policy: z.enum(["consensus", "supervisor"], { error: 'must be "consensus" or "supervisor"' }).optional().default(TURNS_DEFAULTS.policy),
     supervisor: agentId.optional(),
     absent_after: int("a whole number", TURNS_LIMITS.absent_after).optional().default(TURNS_DEFAULTS.absent_after),
-  }, { error: "must be an object" })
+  }, { error: (iss) => (iss.code === "invalid_type" ? "must be an object" : undefined) })
   .strict()
   .refine((t) => t.first === undefined || t.participants.includes(t.first), { message: "must be one of the participants", path: ["first"] })
   .refine((t) => t.policy !== "supervisor" || t.supervisor !== undefined, { message: 'is required with policy "supervisor"', path: ["supervisor"] })

@@ -53,9 +53,13 @@ export function roomIsExpired(svc: Services, rawId: string): boolean {
 }
 
 /** Same as requireRoom, and 409 room_closed when the room no longer accepts writes. */
-export function requireOpenRoom(svc: Services, rawId: string, reader: Pick<Services["store"], "getRoom">): RoomRow {
+export function requireOpenRoom(svc: Services, rawId: string, reader: Pick<Services["store"], "getRoom"> & Partial<Pick<Services["store"], "getTurnsRoom">>): RoomRow {
   const room = requireRoom(svc, rawId, reader);
   if (room.status === "closed") {
+    const ended = room.mode === "turns" ? reader.getTurnsRoom?.(room.uuid)?.status : undefined;
+    if (ended === "completed" || ended === "cancelled") {
+      throw new ParleyError("room_closed", `This turns room is ${ended} and read-only. Stop posting to it.`);
+    }
     throw new ParleyError("room_closed", "This room is closed by its owner and is read-only. Stop posting to it.");
   }
   return room;
@@ -174,6 +178,10 @@ function setRoomStatus(svc: Services, caller: Caller, rawId: string, bearer: str
     requireOwner(svc, room, bearer);
     // Closing a closed room (or reopening an open one) is a no-op, not a second event.
     if ((room.status === "closed") === closed) return { ...roomInfo(svc, caller, room), receipt: null as Receipt | null };
+    const turnsStatus = room.mode === "turns" ? tx.getTurnsRoom(room.uuid)?.status : undefined;
+    if (!closed && (turnsStatus === "completed" || turnsStatus === "cancelled")) {
+      throw new ParleyError("room_closed", `This turns room is ${turnsStatus}: it stays read-only for good. Create a new room to go on.`);
+    }
     const appended = appendEvent(svc, tx, room, { type, actor: "owner", payload: {} }, { status: closed ? "closed" : "open" });
     return { ...roomInfo(svc, caller, appended.room), receipt: appended.receipt as Receipt | null };
   });

@@ -108,11 +108,12 @@ export function openSqliteStore(dataDir: string): Store {
     .values({ room: p("room"), pubkeyHex: p("pubkey"), nonce: p("nonce"), seq: p("seq") })
     .onConflictDoNothing()
     .prepare();
-  const addAgent = db
-    .insert(roomAgents)
-    .values({ room: p("room"), agentId: p("agent"), firstSeq: p("seq") })
-    .onConflictDoNothing()
-    .prepare();
+  // An agent counts from its first message; a row made by pinning a key (first_seq 0: a signed
+  // claim, join or thread before any message) is not one yet.
+  const addAgent = sqlite.prepare(
+    `INSERT INTO room_agents (room, agent_id, first_seq) VALUES (@room, @agent, @seq)
+     ON CONFLICT (room, agent_id) DO UPDATE SET first_seq = excluded.first_seq WHERE room_agents.first_seq = 0`,
+  );
 
   // ---- task board (issue 7) ----
   const openAtPriority = db.select().from(tasks)
