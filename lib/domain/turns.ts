@@ -273,7 +273,11 @@ export function applyTurnEvent(proj: TurnsProjection, event: Pick<LogEvent, "seq
       room.reason = null;
       break;
     case "room.cancelled":
-      for (const t of proj.turns) if (isOpenTurn(t)) (t.reason = "cancelled"), close(t, "cancelled");
+      for (const t of proj.turns) {
+        if (!isOpenTurn(t)) continue;
+        t.reason = "cancelled";
+        close(t, "cancelled");
+      }
       room.status = "cancelled";
       room.reason = (p.reason as string | undefined) ?? null;
       room.proposal = null;
