@@ -19,10 +19,107 @@ interface CreatedRoom {
 export const agentInstruction = (url: string) =>
   `Join the Parley room at ${url} — fetch it with ?format=md for instructions, then take part until the task is done.`;
 
+/** The turns fields as typed: numbers stay strings until sent, so the server's message names a bad one. */
+interface TurnsFields {
+  participants: string;
+  maxRounds: string;
+  turnTimeout: string;
+  delay: string;
+  policy: "consensus" | "supervisor";
+  supervisor: string;
+}
+
+const TURNS_START: TurnsFields = { participants: "", maxRounds: "10", turnTimeout: "300", delay: "0", policy: "consensus", supervisor: "" };
+
+/** Agent ids separated by commas or new lines (an id may contain spaces). */
+export const parseParticipants = (text: string) =>
+  text
+    .split(/[,\n]/)
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+
+/** A number field: left out when empty (the server's default applies), else sent as typed. */
+const numberField = (text: string) => (text.trim() === "" ? undefined : Number(text.trim()));
+
+function turnsBody(t: TurnsFields) {
+  const participants = parseParticipants(t.participants);
+  return {
+    participants,
+    max_rounds: numberField(t.maxRounds),
+    turn_timeout_s: numberField(t.turnTimeout),
+    delay_s: numberField(t.delay),
+    policy: t.policy,
+    // The select shows only listed participants: a supervisor no longer listed is not sent.
+    ...(t.policy === "supervisor" && participants.includes(t.supervisor) ? { supervisor: t.supervisor } : {}),
+  };
+}
+
+function TurnsFieldset({ value: t, onChange }: { value: TurnsFields; onChange: (t: TurnsFields) => void }) {
+  const set = (part: Partial<TurnsFields>) => onChange({ ...t, ...part });
+  const participants = parseParticipants(t.participants);
+  const supervisor = participants.includes(t.supervisor) ? t.supervisor : "";
+  return (
+    <fieldset className="turns-fields">
+      <legend>Turns</legend>
+      <div className="field">
+        <label htmlFor="turns-participants">Participants</label>
+        <textarea
+          id="turns-participants"
+          rows={3}
+          value={t.participants}
+          onChange={(e) => set({ participants: e.target.value })}
+          placeholder={"planner\nbuilder\nreviewer"}
+        />
+        <p className="hint">2 to 8 agent ids, separated by commas or new lines, in speaking order: the first one speaks first.</p>
+      </div>
+      <div className="field-grid">
+        <div className="field">
+          <label htmlFor="turns-max-rounds">Rounds at most</label>
+          <input id="turns-max-rounds" type="number" inputMode="numeric" min={1} max={200} step={1} value={t.maxRounds} onChange={(e) => set({ maxRounds: e.target.value })} />
+          <p className="hint">1–200. Past the last round the room is blocked.</p>
+        </div>
+        <div className="field">
+          <label htmlFor="turns-timeout">Seconds per turn</label>
+          <input id="turns-timeout" type="number" inputMode="numeric" min={10} max={86400} step={1} value={t.turnTimeout} onChange={(e) => set({ turnTimeout: e.target.value })} />
+          <p className="hint">10–86400. A turn not claimed or answered in time is skipped.</p>
+        </div>
+        <div className="field">
+          <label htmlFor="turns-delay">Delay between turns (s)</label>
+          <input id="turns-delay" type="number" inputMode="numeric" min={0} max={3600} step={1} value={t.delay} onChange={(e) => set({ delay: e.target.value })} />
+          <p className="hint">0–3600. The next turn opens this long after a reply.</p>
+        </div>
+        <div className="field">
+          <label htmlFor="turns-policy">Finish</label>
+          <select id="turns-policy" value={t.policy} onChange={(e) => set({ policy: e.target.value as TurnsFields["policy"] })}>
+            <option value="consensus">By consensus</option>
+            <option value="supervisor">By a supervisor</option>
+          </select>
+          <p className="hint">{t.policy === "supervisor" ? "The supervisor can end the room alone and skip turns." : "One proposes to finish, every other participant confirms."}</p>
+        </div>
+      </div>
+      {t.policy === "supervisor" && (
+        <div className="field">
+          <label htmlFor="turns-supervisor">Supervisor</label>
+          <select id="turns-supervisor" value={supervisor} onChange={(e) => set({ supervisor: e.target.value })}>
+            <option value="">{participants.length === 0 ? "List the participants first" : "Choose a participant…"}</option>
+            {[...new Set(participants)].map((p) => (
+              <option key={p} value={p}>
+                {p}
+              </option>
+            ))}
+          </select>
+        </div>
+      )}
+    </fieldset>
+  );
+}
+
 export function CreateRoomForm() {
   const [description, setDescription] = useState("");
   const [isPublic, setIsPublic] = useState(false);
   const [protocolMode, setProtocolMode] = useState<"standard" | "premium">("standard");
+  const [mode, setMode] = useState<"open" | "turns">("open");
+  const [turns, setTurns] = useState<TurnsFields>(TURNS_START);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [room, setRoom] = useState<CreatedRoom | null>(null);
@@ -35,7 +132,13 @@ export function CreateRoomForm() {
       const res = await fetch("/api/rooms", {
         method: "POST",
         headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ description, is_public: isPublic, protocol_mode: protocolMode, mode: "open" }),
+        body: JSON.stringify({
+          description,
+          is_public: isPublic,
+          protocol_mode: protocolMode,
+          mode,
+          ...(mode === "turns" ? { turns: turnsBody(turns) } : {}),
+        }),
       });
       const body = (await res.json().catch(() => ({}))) as Partial<CreatedRoom> & { detail?: string };
       if (!res.ok) throw new Error(body.detail ?? `The server answered ${res.status}.`);
@@ -51,7 +154,7 @@ export function CreateRoomForm() {
 
   const left = MAX_DESCRIPTION - description.length;
   return (
-    <form className="card create-form" onSubmit={submit}>
+    <form className="card create-form" onSubmit={submit} noValidate>
       <h2>Create a room</h2>
       <div className="field">
         <div className="label-row">
@@ -83,13 +186,17 @@ export function CreateRoomForm() {
         </div>
         <div className="field">
           <label htmlFor="mode">Conversation</label>
-          <select id="mode" value="open" disabled>
+          <select id="mode" value={mode} onChange={(e) => setMode(e.target.value as "open" | "turns")}>
             <option value="open">Open</option>
             <option value="turns">Turns</option>
           </select>
-          <p className="hint">Anyone speaks any time. Turn-taking is coming later.</p>
+          <p className="hint">
+            {mode === "turns" ? "Agents speak in a fixed order, one turn each, until they agree to finish." : "Anyone speaks any time."}
+          </p>
         </div>
       </div>
+
+      {mode === "turns" && <TurnsFieldset value={turns} onChange={setTurns} />}
 
       <label className="switch">
         <input type="checkbox" checked={isPublic} onChange={(e) => setIsPublic(e.target.checked)} />

@@ -44,6 +44,24 @@ export const TASK_EVENT_TYPES = [
   "agent.lost",
 ] as const;
 
+/** Turns-mode events (issue 6): the turns panel re-reads GET /turns/current when one arrives. */
+export const TURN_EVENT_TYPES = [
+  "turn.opened",
+  "turn.claimed",
+  "turn.done",
+  "turn.skipped",
+  "completion.proposed",
+  "completion.confirmed",
+  "completion.rejected",
+  "room.completed",
+  "room.blocked",
+  "room.resumed",
+  "room.cancelled",
+  "room.rounds_raised",
+  "participant.absent",
+  "participant.reinstated",
+] as const;
+
 export type RevealResult = { ok: true } | { ok: false; reason: string };
 type Revealer = (messageId: number) => Promise<RevealResult>;
 type Listener = (event: RoomEvent) => void;
@@ -53,7 +71,7 @@ export class RoomEventBus {
   private revealer: Revealer | null = null;
 
   /** Event types the stream owner must listen for on behalf of subscribers (EventSource has no wildcard). */
-  readonly extraTypes: readonly string[] = [...LEDGER_EVENT_TYPES, ...TASK_EVENT_TYPES];
+  readonly extraTypes: readonly string[] = [...LEDGER_EVENT_TYPES, ...TASK_EVENT_TYPES, ...TURN_EVENT_TYPES];
 
   subscribe(listener: Listener): () => void {
     this.listeners.add(listener);

@@ -7,12 +7,14 @@ import { RoomEventsProvider } from "../../components/RoomEvents";
 import { RoomFeed } from "../../components/RoomFeed";
 import { RoomHeader } from "../../components/RoomHeader";
 import { TaskBoard } from "../../components/TaskBoard";
+import { TurnsPanel } from "../../components/TurnsPanel";
 import { shortId } from "../../components/format";
 import { roomMarkdown } from "../../lib/instructions";
 import { getContext } from "../../lib/services/ledger";
 import { readMessages } from "../../lib/services/messages";
 import { getRoom } from "../../lib/services/rooms";
 import { listTasks } from "../../lib/services/tasks";
+import { currentTurn } from "../../lib/services/turns";
 import type { Services } from "../../lib/services/context";
 import { errorCode, pageContext } from "../_lib/context";
 
@@ -72,6 +74,8 @@ export default async function RoomPage({ params }: Props) {
   // the panel's re-read covers it.
   const ledger = getContext(svc, room.uuid);
   const board = listTasks(svc, room.uuid).tasks;
+  // Turns rooms only: read after head.size too, so a turn event in between is on the stream.
+  const turns = room.mode === "turns" ? currentTurn(svc, room.uuid) : null;
   const instructions = roomMarkdown({
     url: room.url,
     uuid: room.uuid,
@@ -91,8 +95,9 @@ export default async function RoomPage({ params }: Props) {
         </p>
         <pre>{instructions}</pre>
       </details>
-      {/* One event stream per page: the feed opens it and shares its events with the ledger panel. */}
+      {/* One event stream per page: the feed opens it and shares its events with the other panels. */}
       <RoomEventsProvider key={room.uuid}>
+        {turns && <TurnsPanel roomId={room.uuid} initialState={turns} now={svc.clock.now()} />}
         <div className="watcher-grid">
           <RoomFeed
             roomId={room.uuid}
