@@ -1,0 +1,301 @@
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { client, startTestServer } from "../helpers/server";
+import type { RunningServer } from "../../server";
+
+type Result = { isError?: boolean; structuredContent?: any; content: { type: string; text: string }[] };
+type Api = ReturnType<typeof client>;
+
+const UNKNOWN_ROOM = "3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23";
+const AGENTS = ["ana", "ben", "cy"] as const;
+const TURN_KEYS = ["agent_id", "available_at", "claim_by", "closed_at", "id", "lease_until", "message_id", "opened_at", "phase", "reason", "result", "round", "slot", "status"];
+const MESSAGE_KEYS = ["agent_id", "auth", "hash", "id", "key_ref", "memory_root", "pubkey_hex", "reply_to", "signature_hex", "text", "timestamp", "ts_iso"];
+
+/** An SDK client that has listed the tools, so that the SDK checks every structuredContent against its outputSchema. */
+async function connect(server: RunningServer): Promise<Client> {
+  const mcp = new Client({ name: "parley-turns-tests", version: "1.0.0" });
+  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
+  await mcp.listTools();
+  return mcp;
+}
+
+const call = async (mcp: Client, name: string, args: Record<string, unknown>) => (await mcp.callTool({ name, arguments: args })) as Result;
+
+async function ok(mcp: Client, name: string, args: Record<string, unknown>): Promise<any> {
+  const r = await call(mcp, name, args);
+  assert.ok(!r.isError, `${name} failed: ${r.content[0]?.text}`);
+  assert.deepEqual(JSON.parse(r.content[0]!.text), r.structuredContent, "the text copy is the structured content");
+  return r.structuredContent;
+}
+
+/** The error body of an isError result: {detail, code}, as on REST. */
+async function fails(mcp: Client, name: string, args: Record<string, unknown>): Promise<{ code: string; detail: string }> {
+  const r = await call(mcp, name, args);
+  assert.equal(r.isError, true, `${name} should fail: ${JSON.stringify(r.structuredContent)}`);
+  assert.equal(r.structuredContent, undefined);
+  return JSON.parse(r.content[0]!.text);
+}
+
+const keys = (o: object) => Object.keys(o).sort();
+
+function assertTurn(turn: any, agent: string): void {
+  assert.deepEqual(keys(turn), TURN_KEYS, "the turn as REST shows it (no lease hash)");
+  assert.equal(turn.agent_id, agent);
+}
+
+async function turnsRoom(api: Api): Promise<string> {
+  const r = await api.post("/api/rooms", { mode: "turns", turns: { participants: [...AGENTS] } });
+  assert.equal(r.status, 201, JSON.stringify(r.body));
+  return r.body.uuid;
+}
+
+async function until(check: () => boolean, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) assert.fail(`timed out waiting: ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe("MCP turns tools", () => {
+  let server: RunningServer;
+  let api: Api;
+  const clients = new Map<string, Client>();
+  const agent = (name: string) => clients.get(name)!;
+
+  before(async () => {
+    server = await startTestServer();
+    api = client(server.url);
+    for (const name of [...AGENTS, "dan"]) clients.set(name, await connect(server));
+  });
+  after(async () => {
+    for (const mcp of clients.values()) await mcp.close();
+    await server.close();
+  });
+
+  test("three agents finish a conversation through MCP alone: my_turn with wait, claim_turn, reply_turn, consensus", async () => {
+    const room = await turnsRoom(api);
+    const roomUrl = `${server.url}/${room}`;
+
+    // my_turn over MCP is GET /turns/mine over REST.
+    const first = await ok(agent("ana"), "my_turn", { room: roomUrl, agent_id: "ana" });
+    assert.deepEqual(first, (await api.get(`/api/rooms/${room}/turns/mine?agent_id=ana`)).body);
+    assert.deepEqual(keys(first), ["detail", "input_messages", "room_status", "turn"]);
+    assert.equal(first.room_status, "active");
+    assertTurn(first.turn, "ana");
+    assert.deepEqual([first.turn.round, first.turn.phase, first.turn.status], [1, "dialogue", "ready"]);
+    assert.deepEqual(first.input_messages.map((m: any) => m.agent_id), ["server"], "the kickoff protocol card");
+    assert.deepEqual(keys(first.input_messages[0]), MESSAGE_KEYS);
+    const notYet = await ok(agent("ben"), "my_turn", { room, agent_id: "ben" });
+    assert.equal(notYet.turn, null);
+    assert.match(notYet.detail, /Not your turn yet/);
+
+    // Every agent runs the loop at once; the server orders them. ana proposes in round 2, the others confirm.
+    const replies: { agent: string; text: string; result: string; phase: string; seen: string[] }[] = [];
+    async function run(name: string) {
+      const mcp = agent(name);
+      for (let i = 0; i < 20; i++) {
+        const mine = await ok(mcp, "my_turn", { room: i % 2 ? roomUrl : room, agent_id: name, wait: 10 });
+        assert.deepEqual(keys(mine), ["detail", "input_messages", "room_status", "turn"]);
+        if (mine.room_status !== "active") return mine;
+        if (mine.turn === null) continue;
+        assertTurn(mine.turn, name);
+
+        const claimed = await ok(mcp, "claim_turn", { room, agent_id: name, turn_id: mine.turn.id });
+        assert.deepEqual(keys(claimed), ["input_messages", "lease_token", "lease_until", "receipt", "turn"]);
+        assertTurn(claimed.turn, name);
+        assert.equal(claimed.turn.status, "claimed");
+        assert.equal(claimed.turn.lease_until, claimed.lease_until);
+        assert.equal(typeof claimed.receipt.checkpoint, "string");
+        assert.deepEqual(claimed.input_messages, mine.input_messages, "the same messages since this agent's last turn");
+        const again = await ok(mcp, "claim_turn", { room, agent_id: name, turn_id: mine.turn.id });
+        assert.equal(again.lease_token, claimed.lease_token, "a live re-claim returns the same lease token");
+        assert.equal(again.receipt, null, "and appends nothing");
+
+        const result = mine.turn.phase === "confirm" ? "complete" : name === "ana" && mine.turn.round === 2 ? "complete" : "continue";
+        const text = `${name}, round ${mine.turn.round} (${mine.turn.phase}): ${result}`;
+        const replied = await ok(mcp, "reply_turn", { room, agent_id: name, turn_id: mine.turn.id, lease_token: claimed.lease_token, text, result });
+        assert.deepEqual(keys(replied), ["message_id", "next", "receipt", "room_status", "turn"]);
+        assertTurn(replied.turn, name);
+        assert.deepEqual([replied.turn.status, replied.turn.result, replied.turn.message_id], ["done", result, replied.message_id]);
+        assert.equal(replied.receipt.seq, replied.message_id);
+        replies.push({ agent: name, text, result, phase: mine.turn.phase, seen: mine.input_messages.filter((m: any) => m.agent_id !== "server").map((m: any) => m.text) });
+        if (replied.room_status === "completed") {
+          assert.equal(replied.next, null);
+        } else {
+          assert.equal(replied.room_status, "active");
+          assert.ok(replied.next, "the next turn is open");
+          assert.equal(replied.next.status, "ready");
+        }
+      }
+      assert.fail(`${name} never saw the room end`);
+    }
+    const ends = await Promise.all(AGENTS.map(run));
+
+    assert.deepEqual(
+      replies.map((r) => [r.agent, r.phase, r.result]),
+      [
+        ["ana", "dialogue", "continue"], ["ben", "dialogue", "continue"], ["cy", "dialogue", "continue"],
+        ["ana", "dialogue", "complete"], ["ben", "confirm", "complete"], ["cy", "confirm", "complete"],
+      ],
+    );
+    // Each turn came with what the others said since this agent's previous turn.
+    replies.forEach((r, i) => {
+      const previous = replies.slice(0, i).map((x) => x.agent).lastIndexOf(r.agent);
+      assert.deepEqual(r.seen, replies.slice(previous + 1, i).map((x) => x.text), `input_messages of reply ${i}`);
+    });
+    for (const end of ends) {
+      assert.equal(end.room_status, "completed");
+      assert.equal(end.turn, null);
+      assert.match(end.detail, /complete/);
+    }
+    const endRest = (await api.get(`/api/rooms/${room}/turns/mine?agent_id=ben`)).body;
+    assert.deepEqual(await ok(agent("ben"), "my_turn", { room, agent_id: "ben", wait: 5 }), endRest, "the same answer as REST, at once");
+
+    const overview = (await api.get(`/api/rooms/${room}/turns`)).body;
+    assert.equal(overview.status, "completed");
+    assert.equal(overview.current, null);
+    assert.deepEqual(overview.turns.map((t: any) => [t.agent_id, t.phase, t.status]), replies.map((r) => [r.agent, r.phase, "done"]));
+    const messages = (await api.get(`/api/rooms/${room}/messages?since=0`)).body.messages;
+    assert.deepEqual(messages.filter((m: any) => m.agent_id !== "server").map((m: any) => m.text), replies.map((r) => r.text));
+
+    const verified = await api.post(`/api/rooms/${room}/verify`, {});
+    assert.equal(verified.status, 200);
+    assert.equal(verified.body.verdict, "CLEAN", verified.body.explanation);
+
+    // A completed room is read-only over MCP too.
+    const last = overview.turns.at(-1);
+    assert.equal((await fails(agent("ana"), "claim_turn", { room, agent_id: "ana", turn_id: last.id })).code, "room_closed");
+  });
+
+  test("errors are tool errors with the REST code and sentence: not_your_turn, not_participant, room_not_found, validation", async () => {
+    const room = await turnsRoom(api);
+    const mine = await ok(agent("ana"), "my_turn", { room, agent_id: "ana" });
+    const tid = mine.turn.id as number;
+    const restClaim = (agent_id: string) => api.post(`/api/rooms/${room}/turns/${tid}/claim`, { agent_id });
+
+    // Claim by the wrong agent.
+    const wrong = await fails(agent("ben"), "claim_turn", { room, agent_id: "ben", turn_id: tid });
+    assert.equal(wrong.code, "not_your_turn");
+    const wrongRest = await restClaim("ben");
+    assert.equal(wrongRest.status, 403);
+    assert.deepEqual(wrong, wrongRest.body, "the same code and detail as REST");
+
+    // Reply with a wrong lease token (and with ana's token by another agent).
+    const claimed = await ok(agent("ana"), "claim_turn", { room, agent_id: "ana", turn_id: tid });
+    const reply = (agent_id: string, lease_token: string) => ({ room, agent_id, turn_id: tid, lease_token, text: "hello", result: "continue" });
+    const badToken = await fails(agent("ana"), "reply_turn", reply("ana", "not-the-lease-token"));
+    assert.equal(badToken.code, "not_your_turn");
+    const badTokenRest = await api.post(`/api/rooms/${room}/turns/${tid}/reply`, bodyOf(reply("ana", "not-the-lease-token")));
+    assert.deepEqual(badToken, badTokenRest.body);
+    assert.equal((await fails(agent("ben"), "reply_turn", reply("ben", claimed.lease_token))).code, "not_your_turn");
+
+    // The REST re-claim and the MCP re-claim are one and the same lease.
+    const reclaimRest = await restClaim("ana");
+    assert.equal(reclaimRest.status, 200);
+    assert.deepEqual(await ok(agent("ana"), "claim_turn", { room, agent_id: "ana", turn_id: tid }), reclaimRest.body);
+    assert.equal(reclaimRest.body.lease_token, claimed.lease_token);
+
+    // A non-participant, on every turn tool.
+    for (const [name, args] of [
+      ["my_turn", { room, agent_id: "dan", wait: 1 }],
+      ["claim_turn", { room, agent_id: "dan", turn_id: tid }],
+      ["reply_turn", reply("dan", claimed.lease_token)],
+    ] as const) {
+      const err = await fails(agent("dan"), name, args);
+      assert.equal(err.code, "not_participant", name);
+      assert.match(err.detail, /"ana", "ben", "cy"/, "the detail names the participants");
+    }
+    assert.deepEqual(await fails(agent("dan"), "my_turn", { room, agent_id: "dan" }), (await api.get(`/api/rooms/${room}/turns/mine?agent_id=dan`)).body);
+
+    // An unknown room, as a UUID or a URL.
+    for (const r of [UNKNOWN_ROOM, `${server.url}/${UNKNOWN_ROOM}`]) {
+      for (const [name, args] of [
+        ["my_turn", { room: r, agent_id: "ana", wait: 1 }],
+        ["claim_turn", { room: r, agent_id: "ana", turn_id: 1 }],
+        ["reply_turn", { ...reply("ana", "x"), room: r }],
+      ] as const) {
+        assert.equal((await fails(agent("ana"), name, args)).code, "room_not_found", `${name} ${r}`);
+      }
+    }
+    assert.deepEqual(await fails(agent("ana"), "my_turn", { room: UNKNOWN_ROOM, agent_id: "ana" }), (await api.get(`/api/rooms/${UNKNOWN_ROOM}/turns/mine?agent_id=ana`)).body);
+    assert.equal((await fails(agent("ana"), "claim_turn", { room, agent_id: "ana", turn_id: 999 })).code, "turn_not_found");
+
+    // Arguments of the wrong type or out of range: validation_error naming the argument, before anything is written.
+    const cases: [string, Record<string, unknown>, string][] = [
+      ["my_turn", { room, agent_id: 5 }, "agent_id"],
+      ["my_turn", { room }, "agent_id"],
+      ["my_turn", { room, agent_id: "ana", wait: "soon" }, "wait"],
+      ["my_turn", { room, agent_id: "ana", wait: true }, "wait"],
+      ["my_turn", { room, agent_id: "ana", wait: 31 }, "wait"],
+      ["my_turn", { room, agent_id: "ana", wait: 2.5 }, "wait"],
+      ["my_turn", { room, agent_id: "ana", wait: -1 }, "wait"],
+      ["my_turn", { room: 42, agent_id: "ana" }, "room"],
+      ["claim_turn", { room, agent_id: "ana", turn_id: String(tid) }, "turn_id"],
+      ["claim_turn", { room, agent_id: "ana", turn_id: 0 }, "turn_id"],
+      ["claim_turn", { room, agent_id: "ana", turn_id: 1.5 }, "turn_id"],
+      ["claim_turn", { room, agent_id: "ana" }, "turn_id"],
+      ["claim_turn", { room, agent_id: ["ana"], turn_id: tid }, "agent_id"],
+      ["reply_turn", { ...reply("ana", claimed.lease_token), result: "done" }, "result"],
+      ["reply_turn", { ...reply("ana", claimed.lease_token), result: undefined }, "result"],
+      ["reply_turn", { ...reply("ana", claimed.lease_token), text: 5 }, "text"],
+      ["reply_turn", { ...reply("ana", claimed.lease_token), text: "   " }, "text"],
+      ["reply_turn", { ...reply("ana", claimed.lease_token), lease_token: 7 }, "lease_token"],
+      ["reply_turn", { ...reply("ana", claimed.lease_token), turn_id: "1" }, "turn_id"],
+    ];
+    for (const [name, args, field] of cases) {
+      const err = await fails(agent("ana"), name, args);
+      assert.equal(err.code, "validation_error", `${name} ${JSON.stringify(args)}`);
+      assert.ok(err.detail.startsWith(field), `${name}: ${err.detail}`);
+    }
+
+    // None of that wrote anything: ana still holds the turn, and her reply goes through.
+    const before = (await api.get(`/api/rooms/${room}/turns/current`)).body;
+    assert.deepEqual([before.current.id, before.current.status], [tid, "claimed"]);
+    const done = await ok(agent("ana"), "reply_turn", reply("ana", claimed.lease_token));
+    assert.equal(done.next.agent_id, "ben");
+    assert.equal((await fails(agent("ana"), "reply_turn", reply("ana", claimed.lease_token))).code, "invalid_transition", "one reply per turn");
+    const messages = (await api.get(`/api/rooms/${room}/messages?since=0`)).body.messages;
+    assert.deepEqual(messages.map((m: any) => m.agent_id), ["server", "ana"]);
+  });
+
+  test("my_turn with wait ends when the client goes away: the long-poll leaves no waiter behind", async () => {
+    const room = await turnsRoom(api);
+    const notifier = server.svc.notifier;
+    const idle = notifier.streamCount;
+    const waiter = await connect(server);
+    const started = Date.now();
+    const pending = waiter.callTool({ name: "my_turn", arguments: { room, agent_id: "ben", wait: 30 } }).then(
+      () => "answered",
+      () => "rejected",
+    );
+    await until(() => notifier.streamCount > idle, 5_000, "ben's my_turn waits for the room");
+    await waiter.close();
+    await until(() => notifier.streamCount === idle, 5_000, "the wait ends with the connection");
+    assert.ok(Date.now() - started < 10_000, "well before the 30 s wait");
+    assert.equal(await pending, "rejected", "the closed client gets no answer");
+  });
+
+  test("my_turn with wait returns as soon as the turn passes to this agent", async () => {
+    const room = await turnsRoom(api);
+    const started = Date.now();
+    const waiting = ok(agent("ben"), "my_turn", { room, agent_id: "ben", wait: 20 });
+    await new Promise((r) => setTimeout(r, 200));
+    const mine = await ok(agent("ana"), "my_turn", { room, agent_id: "ana" });
+    const claimed = await ok(agent("ana"), "claim_turn", { room, agent_id: "ana", turn_id: mine.turn.id });
+    await ok(agent("ana"), "reply_turn", { room, agent_id: "ana", turn_id: mine.turn.id, lease_token: claimed.lease_token, text: "over to ben", result: "pass" });
+    const bens = await waiting;
+    assertTurn(bens.turn, "ben");
+    assert.equal(bens.turn.status, "ready");
+    assert.ok(bens.input_messages.some((m: any) => m.text === "over to ben"));
+    assert.ok(Date.now() - started < 10_000, "woken by the reply, not by the timeout");
+  });
+});
+
+/** The REST body of a tool call: the arguments without `room`. */
+function bodyOf(args: Record<string, unknown>): Record<string, unknown> {
+  const { room: _room, turn_id: _tid, ...body } = args;
+  return body;
+}
