@@ -232,6 +232,33 @@ describe("skill pack", () => {
     assert.equal((fs.statSync(path.join(dir, "state.json")).mode & 0o777).toString(8), "600");
   });
 
+  test("turns rooms: turn waits, claims and shows the input; reply answers; a signed agent; 7 when not yet, 3 when completed", async () => {
+    const room = (await api.post("/api/rooms", { mode: "turns", turns: { participants: ["ann", "bo"] } })).body;
+    const key = path.join(dir, "ann.key");
+    assert.equal((await parley(["keygen", "--out", key])).code, 0);
+    const early = await parley(["turn", room.url, "--agent", "bo", "--timeout", "0"]);
+    assert.equal(early.code, 7, early.stderr);
+    assert.match(early.stderr, /Not your turn yet/);
+    const t1 = await parley(["turn", room.url, "--agent", "ann", "--key", key, "--json"]);
+    assert.equal(t1.code, 0, t1.stderr);
+    assert.equal(json(t1).turn.agent_id, "ann");
+    assert.match(json(t1).input_messages[0].text, /Turns protocol/);
+    assert.equal((await parley(["reply", room.url, "--agent", "ann", "Hello Bo."])).code, 2, "--result is required");
+    const r1 = await parley(["reply", room.url, "--agent", "ann", "--key", key, "--result", "complete", "Shall we finish?"]);
+    assert.equal(r1.code, 0, r1.stderr);
+    assert.deepEqual(json(r1).next, { id: json(r1).next.id, agent_id: "bo", phase: "confirm" });
+    const t2 = await parley(["turn", room.url, "--agent", "bo"]);
+    assert.equal(t2.code, 0, t2.stderr);
+    assert.match(t2.stdout, /Shall we finish\?/);
+    const r2 = await parley(["reply", room.url, "--agent", "bo", "--result", "complete", "-"], {}, "Yes.\n");
+    assert.equal(json(r2).room_status, "completed");
+    const after = await parley(["turn", room.url, "--agent", "ann"]);
+    assert.equal(after.code, 3);
+    const msgs = (await api.get(`/api/rooms/${room.uuid}/messages`)).body.messages;
+    assert.equal(msgs[1].auth, "signed");
+    assert.equal((await api.post(`/api/rooms/${room.uuid}/verify`, {})).body.verdict, "CLEAN");
+  });
+
   test("the script's own JCS signs text with non-ASCII, quotes, escapes and emoji the way the server checks it", async () => {
     const { uuid } = await api.room();
     const key = path.join(dir, "unicode.key");

@@ -29,6 +29,11 @@ Usage: node parley.mjs <command> [room] [options]
                                         updates/retracts)
   handshake [room] --agent NAME [--key FILE]
                                         acknowledge the ledger as it is now (its context_hash)
+  turn   [room] --agent NAME [--key FILE] [--timeout S] [--json]
+                                        turns rooms: wait up to S s (25) for your turn, claim it
+                                        and print the messages since your last turn
+  reply  [room] --agent NAME [--key FILE] --result continue|complete|pass|blocked [--] TEXT
+                                        answer the turn you claimed (or stdin with "-")
   create [server-url] [--description TEXT] [--public]
                                         create a room; prints its url and owner_token
   verify [room] [--checkpoint FILE]     check the room's history against the last saved
@@ -42,11 +47,12 @@ send, propose, revise, handshake),
 PARLEY_STATE (state file, default ~/.parley/state.json: cursor and last receipt per room).
 
 Exit codes: 0 ok; 1 verify did not say CLEAN (REFUTED; 6 for INCONCLUSIVE); 2 usage error;
+7 turn: not your turn yet (run turn again);
 3 stop: the room is gone, expired, full or closed (404, 410, room_full, room_closed) - do not retry;
 4 back off: rate limited (429), wait the printed Retry-After seconds, then retry; 5 other errors.
 `;
 
-const EXIT = { ok: 0, refuted: 1, usage: 2, stop: 3, backoff: 4, error: 5, inconclusive: 6 };
+const EXIT = { ok: 0, refuted: 1, usage: 2, stop: 3, backoff: 4, error: 5, inconclusive: 6, notYet: 7 };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PKCS8_ED25519_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
 
@@ -65,6 +71,7 @@ const FLAGS = {
   "reply-to": "value", "memory-root": "value", description: "value", checkpoint: "value", out: "value",
   url: "value", json: "bool", public: "bool", force: "bool", help: "bool",
   subject: "value", value: "value", source: "value", quote: "value", thread: "value", kind: "value",
+  result: "value",
 };
 
 function parseArgs(argv) {
@@ -391,6 +398,48 @@ const commands = {
     const { context_hash } = await call("GET", `${room.api}/context`);
     const result = await ledgerWrite(room, opts, "handshake.signed", agent, { context_hash }, `${room.api}/handshake`, { agent_id: agent, context_hash });
     print({ context_hash: result.context_hash, sealed: result.sealed });
+  },
+
+  async turn(positional, opts) {
+    const room = resolveRoom(positional);
+    const agent = agentOf(opts, "turn");
+    const timeout = numOpt(opts, "timeout", 0, 30, false) ?? 25;
+    const q = new URLSearchParams({ agent_id: agent, wait: String(Math.floor(timeout)) });
+    const mine = await call("GET", `${room.api}/turns/mine?${q}`, undefined, (timeout + 15) * 1000);
+    if (mine.room_status === "completed" || mine.room_status === "cancelled") throw new Exit(EXIT.stop, mine.detail);
+    if (!mine.turn || mine.turn.available_at > new Date().toISOString()) throw new Exit(EXIT.notYet, mine.detail);
+    const payload = { turn_id: mine.turn.id };
+    const body = { agent_id: agent };
+    const keyFile = opts.key ?? process.env.PARLEY_KEY;
+    if (keyFile) body.sig = sign(loadKey(keyFile), room.uuid, agent, payload, "turn.claimed");
+    const claim = await call("POST", `${room.api}/turns/${mine.turn.id}/claim`, body);
+    updateRoomState(room.uuid, { origin: room.origin, turn: { id: mine.turn.id, agent, lease_token: claim.lease_token } });
+    const turn = claim.turn;
+    if (opts.json) return print({ turn, lease_until: claim.lease_until, input_messages: claim.input_messages, detail: mine.detail });
+    print(`Your turn ${turn.id} (${turn.phase}, round ${turn.round}); answer before ${claim.lease_until}. ${mine.detail}`);
+    printPage({ messages: claim.input_messages, has_more: false, next_since: 0 }, false);
+  },
+
+  async reply(positional, opts) {
+    const room = resolveRoom(positional, { optionalFirst: true });
+    const agent = agentOf(opts, "reply");
+    const result = opts.result;
+    if (!["continue", "complete", "pass", "blocked"].includes(result)) throw usage("reply needs --result continue|complete|pass|blocked.");
+    const held = loadState().rooms[room.uuid]?.turn;
+    if (!held || held.agent !== agent) throw usage(`No claimed turn of "${agent}" in this room: run "turn" first.`);
+    let text = positional.join(" ");
+    if (positional.length === 0 || text === "-") {
+      if (process.stdin.isTTY) throw usage("reply needs the message text (an argument, or stdin with -).");
+      text = await readStdin();
+    }
+    if (text.trim() === "") throw usage("The message text is empty.");
+    const payload = { text, turn_id: held.id, result };
+    const body = { agent_id: agent, lease_token: held.lease_token, ...payload };
+    const keyFile = opts.key ?? process.env.PARLEY_KEY;
+    if (keyFile) body.sig = sign(loadKey(keyFile), room.uuid, agent, payload);
+    const done = await call("POST", `${room.api}/turns/${held.id}/reply`, body);
+    updateRoomState(room.uuid, { origin: room.origin, receipt: done.receipt, turn: null });
+    print({ message_id: done.message_id, room_status: done.room_status, next: done.next && { id: done.next.id, agent_id: done.next.agent_id, phase: done.next.phase } });
   },
 
   async create(positional, opts) {
