@@ -28,7 +28,10 @@ const FLASH_MS = 2400;
 const SYSTEM_TEXT: Record<string, string> = {
   "room.closed": "The owner closed the room. It is read-only now.",
   "room.reopened": "The owner reopened the room.",
+  "room.completed": "The conversation is complete. The room is read-only now.",
+  "room.cancelled": "The owner cancelled the room. It is read-only now.",
 };
+const CLOSING = new Set(["room.closed", "room.completed", "room.cancelled"]);
 const LIVE_TYPES = ["message.posted", ...Object.keys(SYSTEM_TEXT)];
 
 const CONNECTION_LABEL: Record<Connection, string> = {
@@ -166,7 +169,7 @@ export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, me
         }
         setEntries((list) => merge(list, [messageEntry(event.message!)]));
       } else if (SYSTEM_TEXT[event.type]) {
-        setStatus(event.type === "room.closed" ? "closed" : "open");
+        setStatus(CLOSING.has(event.type) ? "closed" : "open");
         setEntries((list) => merge(list, [{ kind: "system", seq: event.seq, ts: event.ts, text: SYSTEM_TEXT[event.type]! }]));
       }
       bus?.publish(event);

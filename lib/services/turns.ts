@@ -115,7 +115,7 @@ function settleTurn(svc: Services, uuid: string, turnId: number): boolean {
   return writeTx(svc, (tx) => {
     const room = tx.getRoom(uuid);
     const now = isoNow(svc);
-    if (!room || room.status === "expired" || isExpired(room, now)) return false;
+    if (!room || room.status !== "open" || isExpired(room, now)) return false; // closed: paused until reopened
     const turn = tx.getTurn(uuid, turnId);
     if (!turn || !isOpenTurn(turn)) return false;
     const deadline = turn.status === "ready" ? turn.claim_by : turn.lease_until;
@@ -291,9 +291,11 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
 
 /** The lease holder's reply: a message carrying the turn id, the turn's close, and what follows it. */
 export function replyTurn(svc: Services, caller: Caller, rawRoomId: string, rawTurnId: string, input: ReplyTurnInput) {
-  svc.limiter.take(`posts:${caller.ip}`, svc.config.rate.postsPerMinute, 60_000, "messages from your address");
+  const { rate } = svc.config;
+  svc.limiter.take(`posts:${caller.ip}`, rate.postsPerMinute, 60_000, "messages from your address");
   return writeTx(svc, (tx) => {
     const room = requireOpenRoom(svc, rawRoomId, tx);
+    svc.limiter.take(`agent:${room.uuid}:${input.agent_id}`, rate.agentPostsPerMinute, 60_000, `messages from "${input.agent_id}" in this room`);
     const turn = requireTurn(tx, room, rawTurnId);
     const proj = loadProjection(tx, room, turn);
     requireParticipant(proj.room!, input.agent_id);

@@ -190,9 +190,10 @@ export function openSqliteStore(dataDir: string): Store {
     listTurns: (room: string) => db.select().from(turns).where(eq(turns.room, room)).orderBy(asc(turns.id)).all().map(toTurn),
     lastTurns: (room: string, limit: number) =>
       db.select().from(turns).where(eq(turns.room, room)).orderBy(desc(turns.id)).limit(limit).all().map(toTurn).reverse(),
+    // Only in rooms that take writes: a closed room's clock stands still until it is reopened.
     dueTurns: (now: string, limit: number) =>
-      db.select({ room: turns.room, id: turns.id }).from(turns)
-        .where(and(sql`${turns.status} IN ('ready', 'claimed')`, lte(turns.deadline, now))).limit(limit).all(),
+      db.select({ room: turns.room, id: turns.id }).from(turns).innerJoin(rooms, eq(rooms.uuid, turns.room))
+        .where(and(sql`${turns.status} IN ('ready', 'claimed')`, lte(turns.deadline, now), eq(rooms.status, "open"))).limit(limit).all(),
   };
   const turnsWriter = {
     saveTurnsRoom(room: string, r: TurnsRoom) {

@@ -502,6 +502,19 @@ describe("turns: time (manual clock)", () => {
     assert.ok(health.alerts.some((x: { type: string }) => x.type === "expired_lease"), JSON.stringify(health.alerts));
   });
 
+  test("a room its owner closed stands still: no timeouts until it is reopened", async () => {
+    const { uuid: room, owner_token } = await turnsRoom(tapi, { participants: ["a", "b"], turn_timeout_s: 10 });
+    const t = await current(tapi, room);
+    assert.equal((await tapi.post(`${base(room)}/close`, {}, owner(owner_token))).status, 200);
+    clock.advance(60_000);
+    sweepTurns(timed.svc);
+    assert.equal((await tapi.get(`${base(room)}/turns`)).body.turns.length, 1, "nothing was skipped while closed");
+    assert.equal((await claim(tapi, room, t.id, "a")).body.code, "room_closed");
+    assert.equal((await tapi.post(`${base(room)}/reopen`, {}, owner(owner_token))).status, 200);
+    sweepTurns(timed.svc);
+    assert.equal((await current(tapi, room)).agent_id, "b", "reopened: the overdue turn is skipped");
+  });
+
   test("an expired room answers 410 on every turns route", async () => {
     const { uuid: room } = await turnsRoom(tapi, { participants: ["a", "b"] });
     const t = await current(tapi, room);
