@@ -472,3 +472,83 @@ export function healthAlerts(room: TurnsRoom, current: Turn | undefined, lastRep
   }
   return alerts;
 }
+
+// ---- the rules, checked over a log (the verifier) ----
+
+export interface RuleViolation {
+  seq: number;
+  detail: string;
+}
+
+type LoggedEvent = Pick<LogEvent, "seq" | "ts" | "type" | "actor" | "payload" | "server">;
+
+/** Events only the planner makes: each must be the next step of a plan. */
+const PLANNED_TYPES = new Set(["turn.opened", "completion.proposed", "completion.confirmed", "completion.rejected", "room.completed", "room.blocked", "participant.absent"]);
+
+const canonical = (o: P) => JSON.stringify(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : 1)));
+
+/**
+ * Whether a logged event is the planned step. The planner read the clock near, not at, the
+ * timestamp the verifier plans from: a turn's opening time may differ from the plan by up to 1 s.
+ */
+function isStep(step: Step, event: LoggedEvent, config: TurnsConfig): boolean {
+  if (step.type !== event.type) return false;
+  const { available_at: planned, ...rest } = step.payload;
+  const { available_at: logged, ...loggedRest } = event.payload as P;
+  if (canonical(rest) !== canonical(loggedRest)) return false;
+  if (planned === undefined) return logged === undefined;
+  if (typeof logged !== "string") return false;
+  const drift = Date.parse(planned as string) - Date.parse(logged);
+  const claimBy = (event.server as { claim_by?: unknown }).claim_by;
+  return Math.abs(drift) <= 1000 && claimBy === isoPlus(logged, config.turn_timeout_s);
+}
+
+/**
+ * Replays a turns room's log and checks that the server followed the protocol: only the assigned
+ * agent claims, not before its turn opens; a reply comes from the lease holder; and whatever
+ * follows the kickoff, the end of a turn or a resume is exactly what the planner decides (next
+ * speaker, rounds, absences, the completion protocol, the room's end).
+ */
+export function turnRuleViolations(events: LoggedEvent[]): RuleViolation[] {
+  const violations: RuleViolation[] = [];
+  const proj: TurnsProjection = { room: null, turns: [] };
+  let plan: Step[] = [];
+  let reply: { turn_id: number; text: string } | null = null;
+  const flag = (event: LoggedEvent, detail: string) => violations.push({ seq: event.seq, detail: `Turns protocol: ${detail}` });
+  for (const event of events) {
+    const room = proj.room;
+    if (!room) {
+      applyTurnEvent(proj, event);
+      continue;
+    }
+    const p = event.payload as P;
+    const turn = typeof p.turn_id === "number" ? proj.turns.find((t) => t.id === p.turn_id) : undefined;
+    if (PLANNED_TYPES.has(event.type)) {
+      const step = plan.shift();
+      if (!step || !isStep(step, event, room.config)) {
+        flag(event, step ? `the server should have logged ${step.type} ${JSON.stringify(step.payload)} here, not ${event.type} ${JSON.stringify(p)}.` : `${event.type} ${JSON.stringify(p)} does not follow from the turns before it.`);
+        plan = [];
+      }
+    } else if (plan.length && event.type !== "message.posted") {
+      flag(event, `the server should have logged ${plan[0]!.type} ${JSON.stringify(plan[0]!.payload)} before ${event.type}.`);
+      plan = [];
+    }
+    if (event.type === "turn.claimed" && (!turn || turn.status !== "ready" || turn.agent_id !== event.actor || event.ts < turn.available_at)) {
+      flag(event, `"${event.actor}" claimed turn ${String(p.turn_id)}, which was not its open turn.`);
+    }
+    if (event.type === "message.posted" && typeof p.turn_id === "number") {
+      if (!turn || turn.status !== "claimed" || turn.agent_id !== event.actor) flag(event, `"${event.actor}" replied to turn ${String(p.turn_id)} without holding it.`);
+      reply = { turn_id: p.turn_id, text: p.text as string };
+    }
+    if (event.type === "message.posted" && event.actor === "server" && p.kickoff === true) plan = planKickoff(proj, event.ts);
+    if (event.type === "room.resumed") plan = planResume(proj, event.ts).slice(1);
+    if ((event.type === "turn.done" || event.type === "turn.skipped") && turn) {
+      const outcome: Outcome = event.type === "turn.skipped"
+        ? { kind: "skip", reason: p.reason as "timeout" | "supervisor" | "owner" }
+        : { kind: "reply", result: p.result as TurnResult, text: reply?.turn_id === turn.id ? reply.text : "", message_id: p.message_id as number };
+      plan = planAfterTurn(proj, turn, outcome, event.ts).slice(1);
+    }
+    applyTurnEvent(proj, event);
+  }
+  return violations;
+}

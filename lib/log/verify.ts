@@ -6,7 +6,7 @@
 import { replay, type Projections } from "../domain/replay";
 import { SERVICE_ACTORS } from "../domain/room";
 import { BOARD_AGENT_WRITTEN_TYPES } from "../domain/tasks";
-import { TURN_AGENT_WRITTEN_TYPES } from "../domain/turns";
+import { TURN_AGENT_WRITTEN_TYPES, turnRuleViolations } from "../domain/turns";
 import { bytesEqual, bytesToBase64, bytesToHex, hexToBytes, utf8 } from "./bytes";
 import { keyId, parseCheckpoint, type ParsedCheckpoint } from "./checkpoint";
 import { canonicalize } from "./jcs";
@@ -207,6 +207,8 @@ export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Pro
     projections = { messages: rebuilt.messages.length, room: true, threads: rebuilt.ledger.threads.length, tasks: rebuilt.board?.tasks.length ?? 0, turns: rebuilt.turns?.turns.length ?? 0 };
     compareProjections(rebuilt, bundle.projections, fail);
   } else inconclusive.push("The bundle carries no projections, so what the server serves was not compared with the log.");
+  // Turns rooms: the server made every turn by the protocol's rules.
+  for (const v of turnRuleViolations(bundle.events)) fail(v.seq, "turns_protocol", v.detail);
 
   // 5. A checkpoint the caller kept: signed by the key, and the current log consistent with it.
   let callerCheckpoint: VerifyReport["details"]["caller_checkpoint"] = null;

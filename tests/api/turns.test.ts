@@ -6,6 +6,7 @@ import { client, ManualClock, startTestServer } from "../helpers/server";
 import { testAgent } from "../helpers/agent";
 import type { RunningServer } from "../../server";
 import { sweepTurns } from "../../lib/services/turns";
+import { turnRuleViolations } from "../../lib/domain/turns";
 
 let server: RunningServer;
 let api: Api;
@@ -187,6 +188,22 @@ describe("turns: conversations", () => {
     for (const t of ["turn.opened", "turn.claimed", "turn.done", "completion.proposed", "completion.confirmed", "completion.rejected", "room.completed"]) {
       assert.ok(types.includes(t), `${t} is logged`);
     }
+    // The rules are checked over the log itself: a log where the server broke them is caught even
+    // when everything else about it is consistent.
+    assert.deepEqual(turnRuleViolations(bundle.events), []);
+    type E = { seq: number; type: string; actor: string; payload: Record<string, unknown> };
+    const edited = (fn: (events: E[]) => void) => {
+      const events = structuredClone(bundle.events) as E[];
+      fn(events);
+      return turnRuleViolations(events as never)[0]?.seq; // the first broken rule (later ones follow from it)
+    };
+    const opened = (bundle.events as E[]).filter((e) => e.type === "turn.opened");
+    assert.deepEqual(edited((ev) => (ev.find((e) => e.seq === opened[1]!.seq)!.payload.agent_id = "cy")), opened[1]!.seq, "the wrong next speaker");
+    const claimed = (bundle.events as E[]).find((e) => e.type === "turn.claimed")!;
+    assert.deepEqual(edited((ev) => (ev.find((e) => e.seq === claimed.seq)!.actor = "ben")), claimed.seq, "a claim by another agent");
+    const completed = (bundle.events as E[]).find((e) => e.type === "room.completed")!;
+    assert.deepEqual(edited((ev) => ev.splice(ev.findLastIndex((e) => e.type === "completion.confirmed"), 1)), completed.seq, "completion without every confirmation");
+
     const { default: Database } = await import("better-sqlite3");
     const db = new Database(`${server.svc.config.dataDir}/parley.db`);
     db.prepare("UPDATE turns SET agent_id = 'cy' WHERE room = ? AND id = ?").run(room, a2.turn.id);
