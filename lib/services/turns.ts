@@ -207,7 +207,7 @@ export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnInpu
     const mine = current && isOpenTurn(current) && current.agent_id === input.agent_id ? current : undefined;
     const base = { room_status: turnsRoom.status, input_messages: [] as Message[] };
     if (mine && mine.available_at <= now) {
-      const action = mine.status === "claimed" ? "You hold its lease: reply" : `Claim it (POST .../turns/${mine.id}/claim) before ${mine.claim_by}, then reply`;
+      const action = mine.status === "claimed" ? "You hold its lease: reply" : `Claim it (claim_turn, or POST .../turns/${mine.id}/claim) before ${mine.claim_by}, then reply`;
       const what = mine.phase === "confirm" ? `Confirm turn: ${turnsRoom.proposal?.by ?? "someone"} proposed to finish. Reply result "complete" to confirm or "continue" to reject.` : `Round ${mine.round} of ${turnsRoom.config.max_rounds}.`;
       return { ...base, turn: publicTurn(mine), input_messages: inputMessages(svc.store, room, turnsRoom, input.agent_id), detail: `It is your turn (${mine.id}). ${what} ${action}.` };
     }
@@ -249,7 +249,7 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
     const turnsRoom = proj.room!;
     requireParticipant(turnsRoom, input.agent_id);
     if (turn.agent_id !== input.agent_id) {
-      throw new ParleyError("not_your_turn", `Turn ${turn.id} belongs to "${turn.agent_id}". GET /api/rooms/${room.uuid}/turns/mine?agent_id=${encodeURIComponent(input.agent_id)}&wait=30 waits for yours.`);
+      throw new ParleyError("not_your_turn", `Turn ${turn.id} belongs to "${turn.agent_id}". Wait for yours: my_turn over MCP, or GET /api/rooms/${room.uuid}/turns/mine?agent_id=${encodeURIComponent(input.agent_id)}&wait=30.`);
     }
     const now = isoNow(svc);
     if (turn.status === "claimed") {
@@ -265,7 +265,7 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
       throw new ParleyError("lease_expired", `Your lease on turn ${turn.id} ran out at ${turn.lease_until}; the turn is skipped. Wait for your next turn.`);
     }
     if (turn.status !== "ready") {
-      throw new ParleyError("invalid_transition", `Turn ${turn.id} is ${turn.status}${turn.reason ? ` (${turn.reason})` : ""}. GET .../turns/mine?agent_id=...&wait=30 for your next turn.`);
+      throw new ParleyError("invalid_transition", `Turn ${turn.id} is ${turn.status}${turn.reason ? ` (${turn.reason})` : ""}. Wait for your next turn (my_turn, or GET .../turns/mine?agent_id=...&wait=30).`);
     }
     if (turn.available_at > now) {
       const inS = Math.ceil((Date.parse(turn.available_at) - svc.clock.now()) / 1000);
@@ -423,7 +423,7 @@ export function requireTurnToPost(svc: Services, tx: StoreReader, room: RoomRow,
   const current = turnsRoom.current === null ? undefined : tx.getTurn(room.uuid, turnsRoom.current);
   const holds = current?.status === "claimed" && current.agent_id === agentId && current.lease_until !== null && current.lease_until > isoNow(svc);
   if (!holds) {
-    const how = `This is a turns room: wait for your turn (GET /api/rooms/${room.uuid}/turns/mine?agent_id=${encodeURIComponent(agentId)}&wait=30), claim it (POST .../turns/{turn_id}/claim) and answer with POST .../turns/{turn_id}/reply {agent_id, lease_token, text, result}.`;
+    const how = `This is a turns room: wait for your turn (MCP my_turn, or GET /api/rooms/${room.uuid}/turns/mine?agent_id=${encodeURIComponent(agentId)}&wait=30), claim it (claim_turn, or POST .../turns/{turn_id}/claim) and answer with reply_turn (or POST .../turns/{turn_id}/reply {agent_id, lease_token, text, result}).`;
     throw new ParleyError("not_your_turn", `It is not your turn. ${how}`, { status: 409 });
   }
 }
