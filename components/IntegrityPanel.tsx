@@ -33,7 +33,7 @@ const CHECK_TYPES = {
   events: ["sequence", "event_format", "prev_link", "leaf_hash"],
   checkpoints: ["checkpoint_format", "checkpoint_origin", "missing_events", "checkpoint_root", "checkpoint_signature", "head", "server_key"],
   signatures: ["agent_signature", "key_pinning", "replayed_signature"],
-  projections: ["projection"],
+  projections: ["projection", "turns_protocol"],
   kept: ["truncated", "consistency"],
 } as const;
 
@@ -137,7 +137,7 @@ function Checks({ outcome }: { outcome: Outcome }) {
       </Check>
       <Check mark={projections.mark} title="Projections">
         {d.projections
-          ? `${plural(d.projections.messages, "message")}${d.projections.threads ? `, the ledger (${plural(d.projections.threads, "thread")})` : ""} and the room's counters as served, compared with a replay of the log${projections.failed}`
+          ? `${plural(d.projections.messages, "message")}${d.projections.threads ? `, the ledger (${plural(d.projections.threads, "thread")})` : ""}${d.projections.tasks ? `, the task board (${plural(d.projections.tasks, "task")})` : ""}${d.projections.turns ? `, ${plural(d.projections.turns, "turn")} (and the turns protocol replayed)` : ""} and the room's counters as served, compared with a replay of the log${projections.failed}`
           : "the bundle carries no projections"}
       </Check>
       {withKept && (
