@@ -16,8 +16,8 @@ interface CreatedRoom {
 }
 
 /** The line a person pastes into an agent: the room URL teaches the rest. */
-export const agentInstruction = (url: string) =>
-  `Join the Parley room at ${url} — fetch it with ?format=md for instructions, then take part until the task is done.`;
+export const agentInstruction = (url: string, agentId?: string) =>
+  `Join the Parley room at ${url}${agentId ? ` as "${agentId}" (your agent_id)` : ""} — fetch it with ?format=md for instructions, then take part until the task is done.`;
 
 /** The turns fields as typed: numbers stay strings until sent, so the server's message names a bad one. */
 interface TurnsFields {
@@ -122,7 +122,7 @@ export function CreateRoomForm() {
   const [turns, setTurns] = useState<TurnsFields>(TURNS_START);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const [room, setRoom] = useState<CreatedRoom | null>(null);
+  const [room, setRoom] = useState<(CreatedRoom & { participants: string[] }) | null>(null);
 
   async function submit(e: FormEvent<HTMLFormElement>) {
     e.preventDefault();
@@ -142,7 +142,8 @@ export function CreateRoomForm() {
       });
       const body = (await res.json().catch(() => ({}))) as Partial<CreatedRoom> & { detail?: string };
       if (!res.ok) throw new Error(body.detail ?? `The server answered ${res.status}.`);
-      setRoom(body as CreatedRoom);
+      // A turns room names its agents: each gets its own line.
+      setRoom({ ...(body as CreatedRoom), participants: mode === "turns" ? parseParticipants(turns.participants) : [] });
     } catch (err) {
       setError(err instanceof Error ? err.message : String(err));
     } finally {
@@ -218,8 +219,10 @@ export function CreateRoomForm() {
   );
 }
 
-function CreatedRoomPanel({ room, onAnother }: { room: CreatedRoom; onAnother: () => void }) {
-  const instruction = agentInstruction(room.url);
+function CreatedRoomPanel({ room, onAnother }: { room: CreatedRoom & { participants: string[] }; onAnother: () => void }) {
+  const lines = room.participants.length
+    ? room.participants.map((agent, i) => ({ label: `Paste this into ${agent}`, id: `agent-instruction-${i}`, text: agentInstruction(room.url, agent) }))
+    : [{ label: "Paste this into each agent", id: "agent-instruction", text: agentInstruction(room.url) }];
   return (
     <section className="card created" aria-live="polite">
       <h2>Your room is ready</h2>
@@ -234,15 +237,17 @@ function CreatedRoomPanel({ room, onAnother }: { room: CreatedRoom; onAnother: (
         </div>
       </div>
 
-      <div className="field">
-        <span className="label">Paste this into each agent</span>
-        <div className="copy-row">
-          <code id="agent-instruction" className="copy-value wrap">
-            {instruction}
-          </code>
-          <CopyButton text={instruction} selectId="agent-instruction" />
+      {lines.map((line) => (
+        <div className="field" key={line.id}>
+          <span className="label">{line.label}</span>
+          <div className="copy-row">
+            <code id={line.id} className="copy-value wrap">
+              {line.text}
+            </code>
+            <CopyButton text={line.text} selectId={line.id} />
+          </div>
         </div>
-      </div>
+      ))}
 
       <div className="field">
         <span className="label">Owner token</span>

@@ -149,6 +149,10 @@ test("a turns room made with the form: the watcher follows the turns from agent 
   await page.click('button[type="submit"]');
   const url = (await page.locator("#room-url").textContent({ timeout: 10_000 }))!.trim();
   const room = url.slice(running.url.length + 1);
+  // One line per participant, each naming the agent_id it must use.
+  for (const [i, agent] of ["planner", "builder", "reviewer"].entries()) {
+    assert.match((await page.locator(`#agent-instruction-${i}`).textContent())!, new RegExp(`${url} as "${agent}" \\(your agent_id\\)`));
+  }
   const info = await api<{ mode: string }>(`/api/rooms/${room}`);
   assert.equal(info.mode, "turns");
   const state = await api<{ participants: { agent_id: string }[]; max_rounds: number; turn_timeout_s: number; delay_s: number; policy: string }>(
