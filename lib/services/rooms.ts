@@ -65,7 +65,8 @@ export function requireOpenRoom(svc: Services, rawId: string, reader: Pick<Servi
   return room;
 }
 
-const hashToken = (token: string) => crypto.createHash("sha256").update(token).digest("hex");
+/** Tokens (owner, lease) are stored as their SHA-256 only. */
+export const hashToken = (token: string) => crypto.createHash("sha256").update(token).digest("hex");
 
 /** Owner actions: the owner token as a Bearer token, or the admin token. */
 export function requireOwner(svc: Services, room: RoomRow, bearer: string | undefined): void {

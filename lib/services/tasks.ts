@@ -19,7 +19,7 @@ import type {
 import type { RoomRow, StoreReader, StoreWriter } from "../store/types";
 import { isoNow, type Services } from "./context";
 import { appendEvent, eventFromRow, writeTx, type NewEvent, type Receipt } from "./events";
-import { requireOpenRoom, requireOwner, requireRoom } from "./rooms";
+import { hashToken, requireOpenRoom, requireOwner, requireRoom } from "./rooms";
 import { checkAgentSignature } from "./signatures";
 
 const ALL = Number.MAX_SAFE_INTEGER;
@@ -31,7 +31,6 @@ function definedFields(obj: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined));
 }
 
-const hashToken = (token: string) => crypto.createHash("sha256").update(token).digest("hex");
 const isoAfter = (svc: Services, seconds: number) => new Date(svc.clock.now() + seconds * 1000).toISOString();
 const heartbeatMs = (svc: Services) => svc.config.agentHeartbeatS * 1000;
 

@@ -22,10 +22,9 @@ import type { RoomRow, StoreReader, StoreWriter } from "../store/types";
 import { isoNow, type Caller, type Services } from "./context";
 import { appendEvent, writeTx, type Appended, type NewEvent, type Receipt } from "./events";
 import { appendMessage, messageFromRow } from "./messages";
-import { requireOpenRoom, requireOwner, requireRoom } from "./rooms";
+import { hashToken, requireOpenRoom, requireOwner, requireRoom } from "./rooms";
 import { checkAgentSignature } from "./signatures";
 
-const hashToken = (token: string) => crypto.createHash("sha256").update(token).digest("hex");
 const isoAfter = (svc: Services, seconds: number) => new Date(svc.clock.now() + seconds * 1000).toISOString();
 
 // ---- lease tokens ----
