@@ -24,6 +24,7 @@ import { openSqliteStore } from "../../lib/store/sqlite";
 import { launchChromium } from "../helpers/browser";
 import { arbiterFigures } from "./arbiter";
 import { taskFigures } from "./tasks";
+import { turnFigures } from "./turns";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const DURATION = Number(process.env.BENCH_SECONDS ?? 5);
@@ -326,6 +327,7 @@ async function main() {
 
     await arbiterFigures(report);
     await taskFigures(report);
+    await turnFigures(report);
 
     const single = await inProcessAppendRate(1);
     report("In-process append, one at a time (no HTTP)", `${Math.round(single).toLocaleString("en")} appends/s`);

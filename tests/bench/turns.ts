@@ -1,0 +1,328 @@
+/**
+ * Turns mode figures (issue 6), with the server in a child process as in production:
+ * - the claim + reply round trip of one agent pair over HTTP (p50/p99, round trips/s), and the same
+ *   claimTurn + replyTurn called in-process as the local limit;
+ * - 100 turns rooms × 2 scripted agents (200 concurrent loops of my_turn long-poll → claim →
+ *   reply), 20 rounds each, until every room is blocked by max_rounds: wall time, turns, errors
+ *   and the turn latency.
+ * `turnFigures(report)` is called by tests/bench/run.ts; standalone:
+ *   node --import tsx tests/bench/turns.ts
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import http from "node:http";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { loadConfig } from "../../lib/config";
+import { createServices } from "../../lib/services";
+import { createRoom } from "../../lib/services/rooms";
+import { loadOrCreateServerKey } from "../../lib/services/server-key";
+import { claimTurn, currentTurn, replyTurn } from "../../lib/services/turns";
+import { createRoomBody } from "../../lib/schemas/rooms";
+import { openSqliteStore } from "../../lib/store/sqlite";
+
+type Report = (name: string, value: string) => void;
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+/** Claim + reply round trips timed for one agent pair (after a warm-up). */
+const TRIPS = Number(process.env.BENCH_TURN_TRIPS ?? 1000);
+const WARMUP = 50;
+/** Rooms of the scripted run, two agents each, ROUNDS rounds each. */
+const ROOMS = Number(process.env.BENCH_TURN_ROOMS ?? 100);
+const ROUNDS = 20;
+/** The scripted run gives up (and counts what is unfinished as errors) after this long. */
+const DEADLINE_MS = 90_000;
+const COLD = process.env.BENCH_TURN_COLD === "1";
+const NO_LIMITS = {
+  PARLEY_RATE_ROOMS_PER_HOUR: "0",
+  PARLEY_RATE_POSTS_PER_MINUTE: "0",
+  PARLEY_RATE_AGENT_POSTS_PER_MINUTE: "0",
+  PARLEY_RATE_REQUESTS_PER_MINUTE: "0",
+  PARLEY_ROOM_MESSAGE_CAP: "1000000",
+};
+const PAIR = ["a", "b"] as const;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function startChild(): Promise<{ base: string; child: ChildProcess }> {
+  const port = await freePort();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-bench-turns-"));
+  const env = { ...process.env, ...NO_LIMITS, PORT: String(port), HOST: "127.0.0.1", PARLEY_DATA_DIR: dataDir, NODE_ENV: "production" as const };
+  const child = spawn(process.execPath, ["--import", "tsx", "server.ts"], { cwd: ROOT, env, stdio: ["ignore", "inherit", "inherit"] });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 600; i++) {
+    try {
+      if ((await fetch(`${base}/health`)).ok) return { base, child };
+    } catch {
+      /* not up yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("server did not start");
+}
+
+interface Answer {
+  status: number;
+  body: any;
+}
+
+/**
+ * A small JSON client on node:http with keep-alive sockets (lighter than fetch, so the load
+ * generator, which shares the two cores with the server, takes less of them).
+ */
+function client(base: string) {
+  const { hostname, port } = new URL(base);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 1024 });
+  const call = (method: string, url: string, body?: unknown) =>
+    new Promise<Answer>((resolve, reject) => {
+      const data = body === undefined ? undefined : JSON.stringify(body);
+      const req = http.request(
+        { host: hostname, port, path: url, method, agent, headers: data === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(data) } },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("end", () => {
+            const text = Buffer.concat(chunks).toString("utf8");
+            let parsed: unknown = text;
+            try {
+              parsed = JSON.parse(text);
+            } catch {
+              /* not JSON: keep the text */
+            }
+            resolve({ status: res.statusCode ?? 0, body: parsed });
+          });
+          res.on("error", reject);
+        },
+      );
+      req.on("error", reject);
+      req.end(data);
+    });
+  return {
+    get: (url: string) => call("GET", url),
+    post: (url: string, body: unknown = {}) => call("POST", url, body),
+    close: () => agent.destroy(),
+  };
+}
+type Client = ReturnType<typeof client>;
+
+async function ok(answer: Promise<Answer>, what: string): Promise<any> {
+  const a = await answer;
+  if (a.status < 200 || a.status >= 300) throw new Error(`${what}: ${a.status} ${JSON.stringify(a.body).slice(0, 300)}`);
+  return a.body;
+}
+
+const turnsRoomBody = (maxRounds: number) => ({ mode: "turns", turns: { participants: [...PAIR], max_rounds: maxRounds } });
+
+const percentile = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+const ms = (x: number) => `${x.toFixed(1)} ms`;
+const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
+
+/**
+ * One agent pair, one turn at a time: the assigned agent claims the open turn and replies
+ * "continue"; the reply names the next turn (the other agent's), claimed at once. Timed from
+ * sending the claim to holding the reply's answer. Rooms of 200 rounds, a new one when one ends.
+ */
+async function httpRoundTrip(api: Client, report: Report): Promise<void> {
+  const times: number[] = [];
+  let n = 0;
+  while (times.length < TRIPS) {
+    const room = (await ok(api.post("/api/rooms", turnsRoomBody(200)), "create room")).uuid as string;
+    let turn = (await ok(api.get(`/api/rooms/${room}/turns/current`), "current turn")).current;
+    while (turn && times.length < TRIPS) {
+      const t0 = performance.now();
+      const claim = await ok(api.post(`/api/rooms/${room}/turns/${turn.id}/claim`, { agent_id: turn.agent_id }), "claim");
+      const reply = await ok(
+        api.post(`/api/rooms/${room}/turns/${turn.id}/reply`, { agent_id: turn.agent_id, lease_token: claim.lease_token, text: `round trip ${n}`, result: "continue" }),
+        "reply",
+      );
+      if (n++ >= WARMUP) times.push(performance.now() - t0);
+      turn = reply.next;
+    }
+  }
+  const total = times.reduce((a, b) => a + b, 0) / 1000;
+  report(`claim + reply round trip over HTTP, 1 agent pair, ${TRIPS.toLocaleString("en")} turns`, `p50 ${ms(percentile(times, 50))}, p99 ${ms(percentile(times, 99))}, ${Math.round(TRIPS / total).toLocaleString("en")} round trips/s`);
+}
+
+/** The same claim + reply through the service functions, without HTTP: the local limit. */
+function inProcessRoundTrip(report: Report): void {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-bench-turns-local-"));
+  const config = loadConfig({ ...NO_LIMITS, PARLEY_DATA_DIR: dataDir });
+  const store = openSqliteStore(dataDir);
+  try {
+    const svc = createServices(config, store, loadOrCreateServerKey(config.keyFile, config.keyName));
+    const caller = { ip: "local", origin: "http://localhost" };
+    const claimTimes: number[] = [];
+    const replyTimes: number[] = [];
+    const times: number[] = [];
+    let n = 0;
+    while (times.length < TRIPS) {
+      const room = createRoom(svc, caller, createRoomBody.parse(turnsRoomBody(200))).uuid;
+      let turn = currentTurn(svc, room).current;
+      while (turn && times.length < TRIPS) {
+        const t0 = performance.now();
+        const claim = claimTurn(svc, room, String(turn.id), { agent_id: turn.agent_id });
+        const t1 = performance.now();
+        const reply = replyTurn(svc, caller, room, String(turn.id), { agent_id: turn.agent_id, lease_token: claim.lease_token, text: `round trip ${n}`, result: "continue" });
+        const t2 = performance.now();
+        if (n++ >= WARMUP) {
+          times.push(t2 - t0);
+          claimTimes.push(t1 - t0);
+          replyTimes.push(t2 - t1);
+        }
+        turn = reply.next;
+      }
+    }
+    const total = times.reduce((a, b) => a + b, 0) / 1000;
+    report(
+      "claimTurn + replyTurn in-process (no HTTP): local limit",
+      `p50 ${ms(percentile(times, 50))} (claim ${ms(percentile(claimTimes, 50))}, reply ${ms(percentile(replyTimes, 50))}), p99 ${ms(percentile(times, 99))}, ${Math.round(TRIPS / total).toLocaleString("en")} round trips/s`,
+    );
+  } finally {
+    store.close();
+  }
+}
+
+/**
+ * Opens `count` keep-alive connections before the clock starts. Node (libuv ≥ 1.45) accepts one
+ * connection per event-loop iteration, so 200 agents connecting at once to a server already busy
+ * with the first rooms' turns wait in the listen queue for seconds (tens of seconds measured here);
+ * BENCH_TURN_COLD=1 skips this to see it.
+ */
+async function openConnections(api: Client, count: number): Promise<void> {
+  await Promise.all(Array.from({ length: count }, () => ok(api.get("/health"), "health")));
+}
+
+/**
+ * ROOMS rooms × 2 agents, all loops at once. Each agent: GET turns/mine?wait=30 → claim → reply
+ * "continue", until its room is no longer active (blocked by max_rounds after ROUNDS rounds).
+ * Turn latency: from the turn's opening on the server (its `opened_at`, written in the same
+ * transaction as the previous reply; for a room's first turn, opened at room creation, the start
+ * of the run) to the agent holding the accepted reply — the long-poll wake-up, claim and reply.
+ */
+async function scriptedRooms(api: Client, report: Report): Promise<void> {
+  const rooms: string[] = [];
+  for (let i = 0; i < ROOMS; i += 20) {
+    const batch = await Promise.all(Array.from({ length: Math.min(20, ROOMS - i) }, () => ok(api.post("/api/rooms", turnsRoomBody(ROUNDS)), "create room")));
+    rooms.push(...batch.map((r) => r.uuid as string));
+  }
+  if (!COLD) await openConnections(api, ROOMS * PAIR.length + 20);
+  const latencies: number[] = [];
+  const wakeups: number[] = [];
+  const requestTimes: number[] = [];
+  const errors = new Map<string, number>();
+  const fail = (what: string) => errors.set(what, (errors.get(what) ?? 0) + 1);
+  let requests = 0;
+  const timed = async (p: Promise<Answer>) => {
+    const t0 = performance.now();
+    const a = await p;
+    requestTimes.push(performance.now() - t0);
+    requests++;
+    return a;
+  };
+
+  const startWall = Date.now();
+  const t0 = performance.now();
+  const deadline = t0 + DEADLINE_MS;
+  const agentLoop = async (room: string, agent: string): Promise<void> => {
+    while (performance.now() < deadline) {
+      let mine: Answer;
+      try {
+        mine = await api.get(`/api/rooms/${room}/turns/mine?agent_id=${agent}&wait=30`);
+        requests++;
+      } catch (err) {
+        fail(`my_turn: ${(err as Error).message}`);
+        await sleep(100); // the server may be gone: do not spin until the deadline
+        continue;
+      }
+      if (mine.status !== 200) {
+        fail(`my_turn ${mine.status} ${mine.body?.code ?? ""}`);
+        continue;
+      }
+      const turn = mine.body.turn;
+      const mineAt = Date.now();
+      if (!turn) {
+        if (mine.body.room_status !== "active") return;
+        continue; // the wait ran out: ask again
+      }
+      try {
+        const claim = await timed(api.post(`/api/rooms/${room}/turns/${turn.id}/claim`, { agent_id: agent }));
+        if (claim.status !== 200) {
+          fail(`claim ${claim.status} ${claim.body?.code ?? ""}`);
+          continue;
+        }
+        const reply = await timed(
+          api.post(`/api/rooms/${room}/turns/${turn.id}/reply`, { agent_id: agent, lease_token: claim.body.lease_token, text: `${agent}: round ${turn.round}`, result: "continue" }),
+        );
+        if (reply.status !== 200) {
+          fail(`reply ${reply.status} ${reply.body?.code ?? ""}`);
+          continue;
+        }
+        const opened = Math.max(Date.parse(turn.opened_at), startWall);
+        latencies.push(Date.now() - opened);
+        wakeups.push(mineAt - opened);
+        if (reply.body.room_status !== "active") return;
+      } catch (err) {
+        fail(`claim/reply: ${(err as Error).message}`);
+        await sleep(100);
+      }
+    }
+    fail("deadline reached");
+  };
+  await Promise.all(rooms.flatMap((room) => PAIR.map((agent) => agentLoop(room, agent))));
+  const wall = (performance.now() - t0) / 1000;
+
+  // Every room must have ended as scripted (blocked by max_rounds after ROUNDS × 2 replies), and
+  // its log must verify: events, checkpoints and the replayed turn projections.
+  let ended = 0;
+  let clean = 0;
+  for (const room of rooms) {
+    const state = await ok(api.get(`/api/rooms/${room}/turns/current`), "current turn");
+    if (state.status === "blocked" && state.reason === "max_rounds" && state.round === ROUNDS) ended++;
+    else fail(`room ended ${state.status} (${state.reason}) in round ${state.round}`);
+    const verified = await ok(api.post(`/api/rooms/${room}/verify`, {}), "verify");
+    if (verified.verdict === "CLEAN") clean++;
+    else fail(`verify ${verified.verdict}: ${verified.explanation}`);
+  }
+  const expected = ROOMS * ROUNDS * PAIR.length;
+  const errorCount = [...errors.values()].reduce((a, b) => a + b, 0);
+
+  report(
+    `${ROOMS} turns rooms × 2 scripted agents × ${ROUNDS} rounds, concurrently${COLD ? " (cold connections)" : ""}`,
+    `wall ${wall.toFixed(1)} s, ${latencies.length.toLocaleString("en")}/${expected.toLocaleString("en")} turns (${Math.round(latencies.length / wall)} turns/s, ${Math.round(requests / wall)} req/s), errors ${errorCount}`,
+  );
+  report("  turn latency (opened → reply accepted)", `p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, max ${percentile(latencies, 100)} ms`);
+  report("  of which my_turn wake-up (opened → my_turn answered)", `p50 ${percentile(wakeups, 50)} ms, p99 ${percentile(wakeups, 99)} ms`);
+  report("  claim / reply request under that load", `p50 ${ms(percentile(requestTimes, 50))}, p99 ${ms(percentile(requestTimes, 99))}`);
+  report("  rooms ended blocked (max_rounds) / verified CLEAN", `${ended}/${ROOMS} / ${clean}/${ROOMS}`);
+  for (const [what, count] of errors) console.log(`    error × ${count}: ${what}`);
+}
+
+export async function turnFigures(report: Report): Promise<void> {
+  const { base, child } = await startChild();
+  const api = client(base);
+  try {
+    await httpRoundTrip(api, report);
+    await scriptedRooms(api, report);
+  } finally {
+    api.close();
+    child.kill("SIGTERM");
+  }
+  inProcessRoundTrip(report);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
+  console.log(`Parley turns benchmark — ${new Date().toISOString()} — ${os.cpus().length} cores, Node ${process.version}`);
+  await turnFigures((name, value) => console.log(`${name.padEnd(70)} ${value}`));
+}
