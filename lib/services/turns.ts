@@ -117,7 +117,7 @@ function settleTurn(svc: Services, uuid: string, turnId: number): boolean {
     if (!room || room.status !== "open" || isExpired(room, now)) return false; // closed: paused until reopened
     const turn = tx.getTurn(uuid, turnId);
     if (!turn || !isOpenTurn(turn)) return false;
-    const deadline = turn.status === "ready" ? turn.claim_by : turn.lease_until;
+    const deadline = deadlineOf(turn);
     if (deadline === null || deadline > now) return false;
     const proj = loadProjection(tx, room, turn);
     appendTurnEvents(svc, tx, room, proj, serverEvents(planAfterTurn(proj, turn, { kind: "skip", reason: "timeout" }, now)));
@@ -125,9 +125,14 @@ function settleTurn(svc: Services, uuid: string, turnId: number): boolean {
   });
 }
 
+const deadlineOf = (turn: TurnState) => (turn.status === "ready" ? turn.claim_by : turn.status === "claimed" ? turn.lease_until : null);
+
+/** Settles the room's open turn if it is past its deadline (a read first: most calls find nothing to do). */
 function settleRoom(svc: Services, room: RoomRow): void {
   const current = room.mode === "turns" ? svc.store.getTurnsRoom(room.uuid)?.current : null;
-  if (current != null) settleTurn(svc, room.uuid, current);
+  const turn = current == null ? undefined : svc.store.getTurn(room.uuid, current);
+  const deadline = turn && deadlineOf(turn);
+  if (deadline && deadline <= isoNow(svc)) settleTurn(svc, room.uuid, turn!.id);
 }
 
 /** Skips every open turn past its deadline (any room). Called from the server's turn timer, and by tests with a manual clock. */
@@ -183,7 +188,9 @@ export function listTurns(svc: Services, rawRoomId: string) {
 /** The newest messages (at most INPUT_MESSAGES_MAX) after the participant's last turn. */
 function inputMessages(reader: StoreReader, room: RoomRow, turnsRoom: TurnsRoom, agentId: string): Message[] {
   const since = participant(turnsRoom, agentId)?.last_turn_seq ?? 0;
-  return reader.tailMessages(room.uuid, INPUT_MESSAGES_MAX).filter((m) => m.seq > since).map(messageFromRow);
+  // Usually a few messages are new: read those; only past the limit read the newest instead.
+  const rows = reader.listMessages(room.uuid, since, INPUT_MESSAGES_MAX + 1);
+  return (rows.length > INPUT_MESSAGES_MAX ? reader.tailMessages(room.uuid, INPUT_MESSAGES_MAX) : rows).map(messageFromRow);
 }
 
 const endedDetail = (t: TurnsRoom) =>
@@ -224,6 +231,8 @@ export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnInpu
     } else {
       await svc.notifier.waitFor(room.uuid, room.headSize, () => svc.store.getRoom(room.uuid)?.headSize ?? 0, left, signal);
     }
+    // The caller went away (or the server is closing): nobody reads the answer.
+    if (signal?.aborted) return { room_status: turnsRoom.status, input_messages: [] as Message[], turn: null, detail: "The request was cancelled." };
   }
 }
 

@@ -395,6 +395,22 @@ describe("turns: who may speak", () => {
     assert.equal((await verdict(api, room)).verdict, "CLEAN");
   });
 
+  test("a turn hands over at most the newest 100 messages since the agent's last turn", async () => {
+    const { uuid: room } = await turnsRoom(api, { participants: ["a", "b"] });
+    const t = await current(api, room);
+    const c = await claim(api, room, t.id, "a");
+    for (let i = 1; i <= 101; i++) assert.equal((await api.say(room, "a", `part ${i}`)).status, 201);
+    await reply(api, room, t.id, "a", c.body.lease_token, "continue", "the end");
+    const mine = (await api.get(`${base(room)}/turns/mine?agent_id=b`)).body;
+    assert.equal(mine.input_messages.length, 100);
+    assert.deepEqual([mine.input_messages[0].text, mine.input_messages.at(-1).text], ["part 3", "the end"]);
+    const claimed = await claim(api, room, mine.turn.id, "b");
+    assert.equal(claimed.body.input_messages.length, 100);
+    await reply(api, room, mine.turn.id, "b", claimed.body.lease_token, "continue", "ok");
+    const next = (await api.get(`${base(room)}/turns/mine?agent_id=a`)).body;
+    assert.deepEqual(next.input_messages.map((m: { text: string }) => m.text), ["ok"], "only what came after a's last turn");
+  });
+
   test("signed claims and replies pin the agent's key", async () => {
     const { uuid: room } = await turnsRoom(api, { participants: ["signer", "other"] });
     const agent = testAgent();
