@@ -147,7 +147,7 @@ export function sweepTurns(svc: Services, batch = 100): { skipped: number } {
 
 // ---- views ----
 
-export function turnsStateView(turnsRoom: TurnsRoom, current: TurnState | undefined) {
+function turnsStateView(turnsRoom: TurnsRoom, current: TurnState | undefined) {
   const { config } = turnsRoom;
   return {
     status: turnsRoom.status,
