@@ -1,7 +1,8 @@
 "use client";
 
-import { useState, type FormEvent } from "react";
+import { useState, type FormEvent, type ReactNode } from "react";
 import { CopyButton } from "./CopyButton";
+import { messageOf } from "./fetch";
 
 const MAX_DESCRIPTION = 500;
 
@@ -145,7 +146,7 @@ export function CreateRoomForm() {
       // A turns room names its agents: each gets its own line.
       setRoom({ ...(body as CreatedRoom), participants: mode === "turns" ? parseParticipants(turns.participants) : [] });
     } catch (err) {
-      setError(err instanceof Error ? err.message : String(err));
+      setError(messageOf(err));
     } finally {
       setBusy(false);
     }
@@ -219,6 +220,22 @@ export function CreateRoomForm() {
   );
 }
 
+/** A labelled value with a copy button. */
+function CopyField({ label, id, text, wrap = false, children }: { label: string; id: string; text: string; wrap?: boolean; children?: ReactNode }) {
+  return (
+    <div className="field">
+      <span className="label">{label}</span>
+      <div className="copy-row">
+        <code id={id} className={wrap ? "copy-value wrap" : "copy-value"}>
+          {text}
+        </code>
+        <CopyButton text={text} selectId={id} />
+      </div>
+      {children}
+    </div>
+  );
+}
+
 function CreatedRoomPanel({ room, onAnother }: { room: CreatedRoom & { participants: string[] }; onAnother: () => void }) {
   const lines = room.participants.length
     ? room.participants.map((agent, i) => ({ label: `Paste this into ${agent}`, id: `agent-instruction-${i}`, text: agentInstruction(room.url, agent) }))
@@ -226,41 +243,15 @@ function CreatedRoomPanel({ room, onAnother }: { room: CreatedRoom & { participa
   return (
     <section className="card created" aria-live="polite">
       <h2>Your room is ready</h2>
-
-      <div className="field">
-        <span className="label">Room URL</span>
-        <div className="copy-row">
-          <code id="room-url" className="copy-value">
-            {room.url}
-          </code>
-          <CopyButton text={room.url} selectId="room-url" />
-        </div>
-      </div>
-
+      <CopyField label="Room URL" id="room-url" text={room.url} />
       {lines.map((line) => (
-        <div className="field" key={line.id}>
-          <span className="label">{line.label}</span>
-          <div className="copy-row">
-            <code id={line.id} className="copy-value wrap">
-              {line.text}
-            </code>
-            <CopyButton text={line.text} selectId={line.id} />
-          </div>
-        </div>
+        <CopyField key={line.id} label={line.label} id={line.id} text={line.text} wrap />
       ))}
-
-      <div className="field">
-        <span className="label">Owner token</span>
-        <div className="copy-row">
-          <code id="owner-token" className="copy-value">
-            {room.owner_token}
-          </code>
-          <CopyButton text={room.owner_token} selectId="owner-token" />
-        </div>
+      <CopyField label="Owner token" id="owner-token" text={room.owner_token}>
         <p className="hint warn">
           Shown once, never again. Keep it to close, reopen or delete the room (<code>Authorization: Bearer &lt;token&gt;</code>).
         </p>
-      </div>
+      </CopyField>
 
       <div className="actions">
         <a className="btn btn-primary" href={`/${room.uuid}`}>

@@ -4,6 +4,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import { BUNDLE_FORMAT, verifyBundle, type Failure, type RoomBundle, type ServerKeyRef, type VerifyReport } from "../lib/log/verify";
 import { browserEd25519, type Ed25519Impl } from "./ed25519-browser";
 import { plural } from "./format";
+import { errorDetail, messageOf } from "./fetch";
 
 /** Rooms up to this many events are verified once by themselves after the page loads. */
 const AUTO_VERIFY_MAX_EVENTS = 2000;
@@ -40,14 +41,7 @@ const CHECK_TYPES = {
 async function fetchOk(url: string): Promise<Response> {
   const res = await fetch(url, { cache: "no-store", credentials: "same-origin" });
   if (res.ok) return res;
-  let detail = `${url} answered ${res.status}.`;
-  try {
-    const body = (await res.json()) as { detail?: string };
-    if (body.detail) detail = body.detail;
-  } catch {
-    /* not JSON */
-  }
-  throw new Error(detail);
+  throw new Error(await errorDetail(res, `${url} answered ${res.status}.`));
 }
 
 /** A pasted or uploaded signed note: line endings normalised, surrounding blank space dropped. */
@@ -214,7 +208,7 @@ export function IntegrityPanel({ roomId, headSize }: IntegrityPanelProps) {
         const outcome = await runVerify(roomId, keptCheckpoint, (step) => setState({ phase: "running", step }));
         setState({ phase: "done", outcome });
       } catch (err) {
-        setState({ phase: "error", message: err instanceof Error ? err.message : String(err) });
+        setState({ phase: "error", message: messageOf(err) });
       } finally {
         running.current = false;
       }

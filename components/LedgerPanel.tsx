@@ -5,6 +5,7 @@ import type { Discrepancy, LedgerContext, Revision, Thread, ThreadStatus } from 
 import { agentHue, plural } from "./format";
 import { Clock } from "./MessageItem";
 import { LEDGER_EVENT_TYPES, useRoomEventBus, useRoomEvents } from "./RoomEvents";
+import { errorDetail, messageOf } from "./fetch";
 
 /** Ledger events arriving within this window are covered by one GET /context. */
 const REFETCH_DEBOUNCE_MS = 150;
@@ -18,6 +19,9 @@ const GROUPS: { status: Exclude<ThreadStatus, "cancelled">; title: string }[] = 
   { status: "disputed", title: "Disputed" },
 ];
 
+const THREAD_TONE: Partial<Record<ThreadStatus, string>> = { agreed: "green", proposed: "accent", disputed: "red" };
+const SEVERITY_TONE: Partial<Record<Discrepancy["severity"], string>> = { high: "alarm", medium: "amber" };
+
 const KIND_TITLE: Record<Revision["kind"], string> = {
   propose: "Opened the thread with this value",
   update: "The owner changed the value (confirmations reset)",
@@ -25,18 +29,6 @@ const KIND_TITLE: Record<Revision["kind"], string> = {
   contradict: "Contradicted the value",
   retract: "The owner retracted the thread (final)",
 };
-
-async function errorDetail(res: Response): Promise<string> {
-  try {
-    const body = (await res.json()) as { detail?: string };
-    if (body.detail) return body.detail;
-  } catch {
-    /* not JSON */
-  }
-  return `The server answered ${res.status}.`;
-}
-
-const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /** Who wrote a ledger event when it was not an agent: the actors the services use. */
 const SERVICE_ACTORS: Record<string, string> = { server: "the server", arbiter: "the arbiter", owner: "the room owner" };
@@ -200,7 +192,7 @@ function ThreadItem({ roomId, thread: t, quorum, open, onToggle }: { roomId: str
   return (
     <li className="thread" id={`ledger-thread-${t.id}`} data-thread-id={t.id} data-status={t.status}>
       <div className="thread-head">
-        <span className="status-badge" data-status={t.status}>
+        <span className="status-badge pill" data-status={t.status} data-tone={THREAD_TONE[t.status]}>
           {t.status}
         </span>
         <span className="thread-subject">{t.subject}</span>
@@ -232,10 +224,10 @@ function DiscrepancyItem({ d, thread, onShowThread }: { d: Discrepancy; thread: 
   return (
     <li className="discrepancy" data-status={d.status} data-severity={d.severity}>
       <div className="disc-head">
-        <span className="severity" data-severity={d.severity} title={`Severity: ${d.severity}`}>
+        <span className="severity pill" data-severity={d.severity} data-tone={SEVERITY_TONE[d.severity]} title={`Severity: ${d.severity}`}>
           {d.severity}
         </span>
-        <span className="disc-status" data-status={d.status}>
+        <span className="disc-status pill" data-status={d.status} data-tone={d.status === "open" ? "red" : "green"}>
           {d.status}
         </span>
         {thread && (

@@ -5,6 +5,7 @@ import type { Message } from "./types";
 import { plural } from "./format";
 import { Clock, MessageItem } from "./MessageItem";
 import { useRoomEventBus, type RevealResult, type RoomEvent } from "./RoomEvents";
+import { errorDetail, messageOf } from "./fetch";
 
 type Entry = { kind: "message"; seq: number; message: Message } | { kind: "system"; seq: number; ts: string; text: string };
 type Connection = "connecting" | "live" | "reconnecting" | "ended";
@@ -51,16 +52,6 @@ function merge(list: Entry[], incoming: Entry[]): Entry[] {
   const last = list.at(-1)?.seq ?? 0;
   const merged = [...list, ...fresh];
   return fresh.every((e) => e.seq > last) ? merged : merged.sort((a, b) => a.seq - b.seq);
-}
-
-async function errorDetail(res: Response): Promise<string> {
-  try {
-    const body = (await res.json()) as { detail?: string };
-    if (body.detail) return body.detail;
-  } catch {
-    /* not JSON */
-  }
-  return `The server answered ${res.status}.`;
 }
 
 /**
@@ -257,7 +248,7 @@ export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, me
         setEntries((current) => merge(current, messages.map(messageEntry)));
         return { ok: true };
       } catch (err) {
-        return { ok: false, reason: err instanceof Error ? err.message : String(err) };
+        return { ok: false, reason: messageOf(err) };
       }
     });
     revealNow.current = show;
@@ -313,7 +304,7 @@ export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, me
       setHasOlder(more);
       setOlder({ loading: false });
     } catch (err) {
-      setOlder({ loading: false, error: err instanceof Error ? err.message : String(err) });
+      setOlder({ loading: false, error: messageOf(err) });
     }
   }
 

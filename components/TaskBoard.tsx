@@ -4,6 +4,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import type { Task, TaskStatus } from "../lib/domain/tasks";
 import { agentHue, plural } from "./format";
 import { TASK_EVENT_TYPES, useRoomEvents } from "./RoomEvents";
+import { errorDetail, messageOf } from "./fetch";
 
 /** Board events arriving within this window are covered by one GET /tasks. */
 const REFETCH_DEBOUNCE_MS = 150;
@@ -145,11 +146,11 @@ export function TaskBoard({ roomId, initialTasks }: { roomId: string; initialTas
   const reload = useCallback(async () => {
     try {
       const res = await fetch(`/api/rooms/${roomId}/tasks`);
-      if (!res.ok) throw new Error(`The server answered ${res.status}.`);
+      if (!res.ok) throw new Error(await errorDetail(res));
       setTasks(((await res.json()) as { tasks: Task[] }).tasks);
       setLoadError(null);
     } catch (err) {
-      setLoadError(err instanceof Error ? err.message : String(err));
+      setLoadError(messageOf(err));
     }
   }, [roomId]);
 

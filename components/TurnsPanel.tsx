@@ -5,6 +5,7 @@ import type { z } from "zod";
 import type { turnsState } from "../lib/schemas/turns";
 import { agentHue, plural } from "./format";
 import { TURN_EVENT_TYPES, useRoomEvents } from "./RoomEvents";
+import { errorDetail, messageOf } from "./fetch";
 
 /** GET /api/rooms/{id}/turns/current: the room's turn state and its open turn. */
 export type TurnsState = z.infer<typeof turnsState>;
@@ -13,22 +14,7 @@ type OpenTurn = NonNullable<TurnsState["current"]>;
 /** Turn events arriving within this window (a reply brings three or four) are covered by one GET. */
 const REFETCH_DEBOUNCE_MS = 150;
 
-const STATUS_LABEL: Record<TurnsState["status"], string> = {
-  active: "active",
-  completed: "completed",
-  blocked: "blocked",
-  cancelled: "cancelled",
-};
-
-async function errorDetail(res: Response): Promise<string> {
-  try {
-    const body = (await res.json()) as { detail?: string };
-    if (body.detail) return body.detail;
-  } catch {
-    /* not JSON */
-  }
-  return `The server answered ${res.status}.`;
-}
+const STATUS_TONE: Record<TurnsState["status"], string> = { active: "accent", completed: "green", blocked: "amber", cancelled: "red" };
 
 /** "42 s", "4 min 05 s", "2 h 10 min". */
 function duration(seconds: number): string {
@@ -143,7 +129,7 @@ export function TurnsPanel({ roomId, initialState, now: renderedAt }: { roomId: 
       setNow(Date.now());
       setLoadError(null);
     } catch (err) {
-      if (mine === requests.current) setLoadError(err instanceof Error ? err.message : String(err));
+      if (mine === requests.current) setLoadError(messageOf(err));
     }
   }, [roomId]);
 
@@ -181,8 +167,8 @@ export function TurnsPanel({ roomId, initialState, now: renderedAt }: { roomId: 
         <span className="turns-round">
           Round {state.round} of {state.max_rounds}
         </span>
-        <span className="turns-status badge" data-status={state.status}>
-          {STATUS_LABEL[state.status]}
+        <span className="turns-status badge" data-status={state.status} data-tone={STATUS_TONE[state.status]}>
+          {state.status}
         </span>
       </div>
       {loadError && (
