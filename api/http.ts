@@ -1,7 +1,7 @@
 import type { Context, Hono } from "hono";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import type { z } from "zod";
-import { ParleyError } from "../lib/errors";
+import { ParleyError, validationError } from "../lib/errors";
 import type { Caller, Services } from "../lib/services/context";
 
 export type Env = { Variables: { caller: Caller } };
@@ -25,14 +25,6 @@ export const routeDocs: RouteDoc[] = [];
 /** Registers a route's documentation once (the registry is shared by every app built in a process). */
 export function doc(d: RouteDoc): void {
   if (!routeDocs.some((r) => r.method === d.method && r.path === d.path)) routeDocs.push(d);
-}
-
-export function validationError(error: z.ZodError, where: string): ParleyError {
-  const detail = error.issues
-    .slice(0, 5)
-    .map((i) => `${i.path.length ? i.path.join(".") : where}: ${i.message}`)
-    .join("; ");
-  return new ParleyError("validation_error", detail);
 }
 
 /** Reads the body as JSON and validates it; 400 invalid_json or validation_error naming the field. */

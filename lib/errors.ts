@@ -65,3 +65,14 @@ export const roomExpired = () =>
     "room_expired",
     "This room has expired and its messages are gone. Stop polling it; create a new room to continue.",
   );
+
+/** The first five problems of a zod error, each naming its field (`where` for the top level). */
+export function describeIssues(error: { issues: { path: PropertyKey[]; message: string }[] }, where: string): string {
+  return error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.length ? i.path.map(String).join(".") : where}: ${i.message}`)
+    .join("; ");
+}
+
+/** 400 validation_error for input that failed its schema. */
+export const validationError = (error: Parameters<typeof describeIssues>[0], where: string) => new ParleyError("validation_error", describeIssues(error, where));

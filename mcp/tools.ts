@@ -2,7 +2,7 @@
 // limits, caps, rate limits, expiry and signatures apply identically (SPEC 1.1, 8).
 import { z } from "zod";
 import type { ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
-import { validationError } from "../api/http";
+import { validationError } from "../lib/errors";
 import { ParleyError } from "../lib/errors";
 import { limitRequest } from "../lib/services";
 import type { Caller, Services } from "../lib/services/context";

@@ -5,7 +5,8 @@ import { requireRoom } from "../../lib/services/rooms";
 import { messagePage, postedMessage, postMessageBody, readMessagesQuery } from "../../lib/schemas/messages";
 import { queryInt } from "../../lib/schemas/common";
 import { roomEventStream } from "../../lib/realtime/sse";
-import { doc, jsonBody, queryOf, validationError, type App } from "../http";
+import { doc, jsonBody, queryOf, type App } from "../http";
+import { validationError } from "../../lib/errors";
 
 const eventsQuery = z.object({ since: queryInt(0).optional() });
 

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { arbiterOutput, type ArbiterOutput } from "../schemas/arbiter";
+import { describeIssues } from "../errors";
 
 const revisionItem = arbiterOutput.shape.revisions.unwrap().element;
 const threadItem = arbiterOutput.shape.threads.unwrap().element;
@@ -86,13 +87,6 @@ export function salvageJson(text: string, accept: (value: unknown) => boolean = 
   return undefined;
 }
 
-function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .slice(0, 5)
-    .map((i) => `${i.path.join(".") || "answer"}: ${i.message}`)
-    .join("; ");
-}
-
 /** Separates the revisions and discrepancies that name a thread by subject_key (no id yet). */
 function splitKeyed(value: Record<string, unknown>): { rest: Record<string, unknown>; keyedRevisions: unknown[]; keyedDiscrepancies: unknown[] } {
   const byKey = (item: unknown) => isPlainObject(item) && (item.thread_id === undefined || item.thread_id === null) && typeof item.subject_key === "string";
@@ -132,8 +126,8 @@ export function readAnswer(text: string | null | undefined, mode: "strict" | "le
     for (const [i, item] of items.entries()) {
       const parsed = schema.safeParse(item);
       if (parsed.success) kept.push(parsed.data);
-      else if (mode === "strict") return `${where}.${i}: ${describeIssues(parsed.error)}`;
-      else dropped.push(`${where}.${i}: ${describeIssues(parsed.error)}`);
+      else if (mode === "strict") return `${where}.${i}: ${describeIssues(parsed.error, "answer")}`;
+      else dropped.push(`${where}.${i}: ${describeIssues(parsed.error, "answer")}`);
     }
     return kept;
   };
@@ -141,7 +135,7 @@ export function readAnswer(text: string | null | undefined, mode: "strict" | "le
   const strict = arbiterOutput.safeParse(rest);
   let output: ArbiterOutput;
   if (strict.success) output = strict.data;
-  else if (mode === "strict") return { ok: false, problem: describeIssues(strict.error) };
+  else if (mode === "strict") return { ok: false, problem: describeIssues(strict.error, "answer") };
   else {
     const list = (name: string) => (Array.isArray(rest[name]) ? (rest[name] as unknown[]) : (rest[name] !== undefined && dropped.push(`${name}: not an array`), []));
     output = {
