@@ -1,10 +1,9 @@
 import type { Context } from "hono";
 import { z } from "zod";
-import { ParleyError, roomNotFound } from "../../lib/errors";
-import { isExpired } from "../../lib/domain/room";
-import { agentsMarkdown, llmsTxt, roomMarkdown } from "../../lib/instructions";
-import { isoNow, type Services } from "../../lib/services/context";
-import { parseRoomId, roomUrl } from "../../lib/services/rooms";
+import { ParleyError } from "../../lib/errors";
+import { agentsMarkdown, llmsTxt } from "../../lib/instructions";
+import { roomBrief } from "../../lib/services/brief";
+import type { Services } from "../../lib/services/context";
 import { metricsText, requireMetricsAccess } from "../../lib/services/metrics";
 import { bearer, doc, socketPeer, type App } from "../http";
 import { openApiDocument } from "../openapi";
@@ -36,17 +35,13 @@ export function metaRoutes(app: App, svc: Services): void {
 
   // A room URL asked for as markdown (server.ts sends only those here; the HTML page is Next's).
   app.get("/:id{[0-9a-fA-F-]{36}}", (c) => {
-    let uuid: string;
+    let body: string;
     try {
-      uuid = parseRoomId(c.req.param("id"));
+      body = roomBrief(svc, c.var.caller, c.req.param("id"));
     } catch (err) {
-      return markdownError(c, err as ParleyError);
+      if (err instanceof ParleyError) return markdownError(c, err);
+      throw err;
     }
-    const room = svc.store.getRoom(uuid);
-    if (!room) return markdownError(c, roomNotFound());
-    if (isExpired(room, isoNow(svc))) return markdownError(c, new ParleyError("room_expired", "This room has expired. Stop polling it."));
-    const caller = c.var.caller;
-    const body = roomMarkdown({ url: roomUrl(caller, uuid), uuid, description: room.description, origin: caller.origin, messageCap: svc.config.roomMessageCap, status: room.status, turns: svc.store.getTurnsRoom(room.uuid)?.config });
     return c.body(body, 200, { "Content-Type": MARKDOWN, Vary: "Accept" });
   });
 }
