@@ -2,7 +2,8 @@
 
 import { useCallback, useEffect, useRef, useState } from "react";
 import type { Discrepancy, LedgerContext, Revision, Thread, ThreadStatus } from "./types";
-import { agentHue, plural } from "./format";
+import { AgentName } from "./AgentName";
+import { plural } from "./format";
 import { Clock } from "./MessageItem";
 import { LEDGER_EVENT_TYPES, useRoomEventBus, useRoomEvents } from "./RoomEvents";
 import { errorDetail, messageOf } from "./fetch";
@@ -29,24 +30,6 @@ const KIND_TITLE: Record<Revision["kind"], string> = {
   contradict: "Contradicted the value",
   retract: "The owner retracted the thread (final)",
 };
-
-/** Who wrote a ledger event when it was not an agent: the actors the services use. */
-const SERVICE_ACTORS: Record<string, string> = { server: "the server", arbiter: "the arbiter", owner: "the room owner" };
-
-/** The actor of a discrepancy event: an agent, or the server, the arbiter or the room owner. */
-function Actor({ id }: { id: string }) {
-  const service = SERVICE_ACTORS[id];
-  return service ? <span className="ledger-actor">{service}</span> : <AgentName id={id} />;
-}
-
-/** An agent's name in its feed colour. */
-function AgentName({ id, title }: { id: string; title?: string }) {
-  return (
-    <span className="ledger-agent" style={{ "--hue": agentHue(id) } as React.CSSProperties} title={title}>
-      {id}
-    </span>
-  );
-}
 
 function AuthBadge({ auth }: { auth: "signed" | "anon" }) {
   return (
@@ -99,7 +82,7 @@ function RevisionItem({ revision: r }: { revision: Revision }) {
         <span className="rev-kind" data-kind={r.kind} title={KIND_TITLE[r.kind]}>
           {r.kind}
         </span>
-        <AgentName id={r.author_agent_id} title={r.auth === "signed" ? "signed revision" : "unsigned revision"} />
+        <AgentName id={r.author_agent_id} title={r.auth === "signed" ? "signed revision" : "unsigned revision"} className="ledger-agent" />
         {r.auth === "signed" && <AuthBadge auth="signed" />}
         <span className="rev-via" data-via={r.via} title={r.via === "arbiter" ? "Extracted by the arbiter from the author's message" : "Written by the agent through the API"}>
           via {r.via}
@@ -179,7 +162,7 @@ function Confirmations({ thread, quorum }: { thread: Thread; quorum: number }) {
       {list.map((c, i) => (
         <span key={c.agent_id}>
           {i > 0 && ", "}
-          <AgentName id={c.agent_id} title={c.auth === "signed" ? "signed confirmation" : "unsigned confirmation"} />
+          <AgentName id={c.agent_id} title={c.auth === "signed" ? "signed confirmation" : "unsigned confirmation"} className="ledger-agent" />
         </span>
       ))}
       {needed && <span className="muted"> · {missing} more needed</span>}
@@ -200,7 +183,7 @@ function ThreadItem({ roomId, thread: t, quorum, open, onToggle }: { roomId: str
       <div className="thread-value">{t.current_value}</div>
       <div className="thread-meta">
         <span className="thread-owner">
-          by <AgentName id={t.opened_by} /> <AuthBadge auth={t.opened_by_auth} />
+          by <AgentName id={t.opened_by} className="ledger-agent" /> <AuthBadge auth={t.opened_by_auth} />
         </span>
         <Confirmations thread={t} quorum={quorum} />
       </div>
@@ -248,10 +231,10 @@ function DiscrepancyItem({ d, thread, onShowThread }: { d: Discrepancy; thread: 
       </div>
       <p className="disc-text">{d.description}</p>
       <div className="disc-meta">
-        recorded by <Actor id={d.recorded_by} />
+        recorded by <AgentName id={d.recorded_by} />
         {d.status === "resolved" && d.resolved_by && (
           <>
-            {" · "}resolved by <Actor id={d.resolved_by} />
+            {" · "}resolved by <AgentName id={d.resolved_by} />
           </>
         )}
         {d.source_msg_id !== null && (
@@ -287,8 +270,6 @@ export interface LedgerPanelProps {
   initialContext: LedgerContext;
   /** Whether the server has an LLM arbiter: only then is there a "Refresh ledger" button. */
   arbiterConfigured: boolean;
-  /** Distinct confirmations that agree a thread in this room. */
-  quorum: number;
 }
 
 /**
@@ -296,7 +277,7 @@ export interface LedgerPanelProps {
  * discrepancies, the context hash and the seal. It listens to the feed's stream through the page's
  * event bus and re-reads /context (debounced) on any ledger event: simple, and nothing is missed.
  */
-export function LedgerPanel({ roomId, initialContext, arbiterConfigured, quorum }: LedgerPanelProps) {
+export function LedgerPanel({ roomId, initialContext, arbiterConfigured }: LedgerPanelProps) {
   const [ctx, setCtx] = useState(initialContext);
   const [loadError, setLoadError] = useState<string | null>(null);
   const [expanded, setExpanded] = useState<ReadonlySet<number>>(() => new Set());
@@ -366,6 +347,8 @@ export function LedgerPanel({ roomId, initialContext, arbiterConfigured, quorum 
   }
 
   const threads = ctx.threads;
+  /** Distinct confirmations that agree a thread in this room (fixed when the room was created). */
+  const quorum = ctx.agree_quorum;
   const cancelled = threads.filter((t) => t.status === "cancelled");
   const openDiscrepancies = ctx.discrepancies.filter((d) => d.status === "open").length;
   const byId = new Map(threads.map((t) => [t.id, t]));
@@ -471,7 +454,7 @@ export function LedgerPanel({ roomId, initialContext, arbiterConfigured, quorum 
                   {ctx.sealed.agents.map((a, i) => (
                     <span key={a}>
                       {i > 0 && ", "}
-                      <AgentName id={a} />
+                      <AgentName id={a} className="ledger-agent" />
                     </span>
                   ))}
                 </>

@@ -2,7 +2,8 @@
 
 import { useCallback, useEffect, useRef, useState } from "react";
 import type { Task, TaskStatus } from "../lib/domain/tasks";
-import { agentHue, plural } from "./format";
+import { AgentName } from "./AgentName";
+import { plural } from "./format";
 import { TASK_EVENT_TYPES, useRoomEvents } from "./RoomEvents";
 import { errorDetail, messageOf } from "./fetch";
 
@@ -21,23 +22,8 @@ const COLUMNS: { status: TaskStatus; title: string }[] = [
 /** Always shown, even when empty; the others only when they hold a task. */
 const MAIN = new Set<TaskStatus>(["open", "claimed", "submitted", "accepted"]);
 
-function AgentName({ id }: { id: string }) {
-  const service = id === "owner" ? "the room owner" : id === "server" ? "the server" : null;
-  if (service) return <span className="task-actor">{service}</span>;
-  return (
-    <span className="task-agent" style={{ "--hue": agentHue(id) } as React.CSSProperties}>
-      {id}
-    </span>
-  );
-}
-
-/** Seconds left on a lease, ticking every second. */
-function LeaseCountdown({ until }: { until: string }) {
-  const [now, setNow] = useState(() => Date.now());
-  useEffect(() => {
-    const timer = setInterval(() => setNow(Date.now()), 1000);
-    return () => clearInterval(timer);
-  }, []);
+/** Time left on a lease, at the board's clock. */
+function LeaseCountdown({ until, now }: { until: string; now: number }) {
   const left = Math.round((Date.parse(until) - now) / 1000);
   const text = left <= 0 ? "lease ran out" : left >= 120 ? `${Math.floor(left / 60)} min left` : `${left} s left`;
   return (
@@ -47,8 +33,8 @@ function LeaseCountdown({ until }: { until: string }) {
   );
 }
 
-function TaskCard({ task: t }: { task: Task }) {
-  const handoffActive = t.handoff && Date.parse(t.handoff.until) > Date.now();
+function TaskCard({ task: t, now }: { task: Task; now: number }) {
+  const handoffActive = t.handoff && Date.parse(t.handoff.until) > now;
   return (
     <li className="task-card" data-task-id={t.id} data-status={t.status}>
       <div className="task-head">
@@ -82,7 +68,7 @@ function TaskCard({ task: t }: { task: Task }) {
           {t.status === "claimed" && t.lease_until && (
             <>
               {" "}
-              · <LeaseCountdown until={t.lease_until} />
+              · <LeaseCountdown until={t.lease_until} now={now} />
             </>
           )}
         </div>
@@ -137,10 +123,14 @@ function TaskCard({ task: t }: { task: Task }) {
   );
 }
 
-/** The room's task board: columns by status, live from the page's one event stream. */
-export function TaskBoard({ roomId, initialTasks }: { roomId: string; initialTasks: Task[] }) {
+/**
+ * The room's task board: columns by status, live from the page's one event stream. `now` is the
+ * server's time at render, so leases and handoffs hydrate to the text the server printed.
+ */
+export function TaskBoard({ roomId, initialTasks, now: renderedAt }: { roomId: string; initialTasks: Task[]; now: number }) {
   const [tasks, setTasks] = useState<Task[]>(initialTasks);
   const [loadError, setLoadError] = useState<string | null>(null);
+  const [now, setNow] = useState(renderedAt);
   const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
 
   const reload = useCallback(async () => {
@@ -148,6 +138,7 @@ export function TaskBoard({ roomId, initialTasks }: { roomId: string; initialTas
       const res = await fetch(`/api/rooms/${roomId}/tasks`);
       if (!res.ok) throw new Error(await errorDetail(res));
       setTasks(((await res.json()) as { tasks: Task[] }).tasks);
+      setNow(Date.now());
       setLoadError(null);
     } catch (err) {
       setLoadError(messageOf(err));
@@ -159,6 +150,15 @@ export function TaskBoard({ roomId, initialTasks }: { roomId: string; initialTas
     timer.current = setTimeout(() => void reload(), REFETCH_DEBOUNCE_MS);
   });
   useEffect(() => () => void (timer.current && clearTimeout(timer.current)), []);
+
+  // The clock ticks only while a lease counts down or a handoff may run out.
+  const ticking = tasks.some((t) => (t.status === "claimed" && t.lease_until) || t.handoff);
+  useEffect(() => {
+    if (!ticking) return;
+    setNow(Date.now());
+    const tick = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(tick);
+  }, [ticking]);
 
   const columns = COLUMNS.map((c) => ({ ...c, list: tasks.filter((t) => t.status === c.status) })).filter((c) => MAIN.has(c.status) || c.list.length > 0);
 
@@ -184,7 +184,7 @@ export function TaskBoard({ roomId, initialTasks }: { roomId: string; initialTas
               </h3>
               <ul className="task-list">
                 {c.list.map((t) => (
-                  <TaskCard key={t.id} task={t} />
+                  <TaskCard key={t.id} task={t} now={now} />
                 ))}
               </ul>
             </div>

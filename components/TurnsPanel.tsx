@@ -3,7 +3,8 @@
 import { useCallback, useEffect, useRef, useState } from "react";
 import type { z } from "zod";
 import type { turnsState } from "../lib/schemas/turns";
-import { agentHue, plural } from "./format";
+import { AgentName } from "./AgentName";
+import { duration, plural } from "./format";
 import { TURN_EVENT_TYPES, useRoomEvents } from "./RoomEvents";
 import { errorDetail, messageOf } from "./fetch";
 
@@ -15,22 +16,6 @@ type OpenTurn = NonNullable<TurnsState["current"]>;
 const REFETCH_DEBOUNCE_MS = 150;
 
 const STATUS_TONE: Record<TurnsState["status"], string> = { active: "accent", completed: "green", blocked: "amber", cancelled: "red" };
-
-/** "42 s", "4 min 05 s", "2 h 10 min". */
-function duration(seconds: number): string {
-  const s = Math.max(0, Math.ceil(seconds));
-  if (s < 60) return `${s} s`;
-  if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, "0")} s`;
-  return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")} min`;
-}
-
-function AgentName({ id }: { id: string }) {
-  return (
-    <span className="turns-agent" style={{ "--hue": agentHue(id) } as React.CSSProperties}>
-      {id}
-    </span>
-  );
-}
 
 /** A list of agents as "a, b and c", or `none` when empty. */
 function AgentList({ ids, none }: { ids: string[]; none: string }) {

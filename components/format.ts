@@ -23,6 +23,14 @@ export function distance(ms: number): string {
   return `${Math.round(hours / 24)} days`;
 }
 
+/** "42 s", "4 min 05 s", "2 h 10 min": a countdown, to the second under an hour. */
+export function duration(seconds: number): string {
+  const s = Math.max(0, Math.ceil(seconds));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, "0")} s`;
+  return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")} min`;
+}
+
 export const ago = (iso: string, now: number) => {
   const ms = now - Date.parse(iso);
   return ms < 60_000 ? "just now" : `${distance(ms)} ago`;

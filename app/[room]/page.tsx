@@ -1,5 +1,6 @@
 import type { Metadata } from "next";
 import Link from "next/link";
+import { cache } from "react";
 import { notFound } from "next/navigation";
 import { IntegrityPanel } from "../../components/IntegrityPanel";
 import { LedgerPanel } from "../../components/LedgerPanel";
@@ -9,21 +10,23 @@ import { RoomHeader } from "../../components/RoomHeader";
 import { TaskBoard } from "../../components/TaskBoard";
 import { TurnsPanel } from "../../components/TurnsPanel";
 import { shortId } from "../../components/format";
-import { roomMarkdown } from "../../lib/instructions";
+import { roomBrief } from "../../lib/services/brief";
 import { getContext } from "../../lib/services/ledger";
 import { readMessages } from "../../lib/services/messages";
 import { getRoom } from "../../lib/services/rooms";
 import { listTasks } from "../../lib/services/tasks";
 import { currentTurn } from "../../lib/services/turns";
-import type { Services } from "../../lib/services/context";
 import { errorCode, pageContext } from "../_lib/context";
 
 type Props = { params: Promise<{ room: string }> };
 
 const INITIAL_MESSAGES = 50;
 
-/** The room, or "expired"; unknown rooms and ids that are not UUIDs are a 404. */
-async function load(id: string) {
+/**
+ * The room, or "expired"; unknown rooms and ids that are not UUIDs are a 404. Cached for the
+ * request, so generateMetadata and the page share one read.
+ */
+const load = cache(async (id: string) => {
   const { svc, caller } = await pageContext();
   try {
     return { svc, caller, room: getRoom(svc, caller, id) };
@@ -32,22 +35,7 @@ async function load(id: string) {
     if (errorCode(err) === "room_not_found" || errorCode(err) === "invalid_uuid") notFound();
     throw err;
   }
-}
-
-/**
- * The quorum the room was created with (its room.created event keeps it), else the server's.
- * GET /context does not report it; the ledger panel uses it to say how many confirmations are missing.
- */
-function roomQuorum(svc: Services, uuid: string): number {
-  const created = svc.store.listEvents(uuid, 0, 1)[0];
-  try {
-    const quorum = created ? (JSON.parse(created.server) as { agree_quorum?: unknown }).agree_quorum : undefined;
-    if (typeof quorum === "number" && quorum > 0) return quorum;
-  } catch {
-    /* not JSON: use the server's */
-  }
-  return svc.config.agreeQuorum;
-}
+});
 
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
   const { room: id } = await params;
@@ -76,18 +64,13 @@ export default async function RoomPage({ params }: Props) {
   const board = listTasks(svc, room.uuid).tasks;
   // Turns rooms only: read after head.size too, so a turn event in between is on the stream.
   const turns = room.mode === "turns" ? currentTurn(svc, room.uuid) : null;
-  const instructions = roomMarkdown({
-    url: room.url,
-    uuid: room.uuid,
-    description: room.description,
-    origin: caller.origin,
-    messageCap: svc.config.roomMessageCap,
-    status: room.status,
-  });
+  const instructions = roomBrief(svc, caller, room.uuid);
+  // The server's time at render: the panels' countdowns hydrate to the text the server printed.
+  const now = svc.clock.now();
 
   return (
     <div className="watcher">
-      <RoomHeader room={room} now={svc.clock.now()} />
+      <RoomHeader room={room} now={now} />
       <details className="agent-instructions">
         <summary>For AI agents reading this URL</summary>
         <p className="muted small">
@@ -97,7 +80,7 @@ export default async function RoomPage({ params }: Props) {
       </details>
       {/* One event stream per page: the feed opens it and shares its events with the other panels. */}
       <RoomEventsProvider key={room.uuid}>
-        {turns && <TurnsPanel roomId={room.uuid} initialState={turns} now={svc.clock.now()} />}
+        {turns && <TurnsPanel roomId={room.uuid} initialState={turns} now={now} />}
         <div className="watcher-grid">
           <RoomFeed
             roomId={room.uuid}
@@ -108,9 +91,9 @@ export default async function RoomPage({ params }: Props) {
             status={room.status}
             expiresAt={room.expires_at}
           />
-          <LedgerPanel roomId={room.uuid} initialContext={ledger} arbiterConfigured={svc.config.arbiterConfigured} quorum={roomQuorum(svc, room.uuid)} />
+          <LedgerPanel roomId={room.uuid} initialContext={ledger} arbiterConfigured={svc.config.arbiterConfigured} />
         </div>
-        <TaskBoard roomId={room.uuid} initialTasks={board} />
+        <TaskBoard roomId={room.uuid} initialTasks={board} now={now} />
       </RoomEventsProvider>
       <IntegrityPanel key={`integrity-${room.uuid}`} roomId={room.uuid} headSize={room.head.size} />
     </div>
