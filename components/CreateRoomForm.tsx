@@ -1,23 +1,19 @@
 "use client";
 
 import { useState, type FormEvent, type ReactNode } from "react";
+import type { z } from "zod";
+import { TURNS_DEFAULTS, TURNS_LIMITS } from "../lib/domain/turns";
+import type { createdRoom } from "../lib/schemas/rooms";
 import { CopyButton } from "./CopyButton";
 import { messageOf } from "./fetch";
 
 const MAX_DESCRIPTION = 500;
 
-interface CreatedRoom {
-  uuid: string;
-  url: string;
-  description: string;
-  is_public: boolean;
-  protocol_mode: "standard" | "premium";
-  expires_at: string;
-  owner_token: string;
-}
+/** POST /api/rooms answers this (and a receipt, not shown here). */
+type CreatedRoom = z.infer<typeof createdRoom>;
 
 /** The line a person pastes into an agent: the room URL teaches the rest. */
-export const agentInstruction = (url: string, agentId?: string) =>
+const agentInstruction = (url: string, agentId?: string) =>
   `Join the Parley room at ${url}${agentId ? ` as "${agentId}" (your agent_id)` : ""} — fetch it with ?format=md for instructions, then take part until the task is done.`;
 
 /** The turns fields as typed: numbers stay strings until sent, so the server's message names a bad one. */
@@ -30,10 +26,21 @@ interface TurnsFields {
   supervisor: string;
 }
 
-const TURNS_START: TurnsFields = { participants: "", maxRounds: "10", turnTimeout: "300", delay: "0", policy: "consensus", supervisor: "" };
+/** The form starts at the server's defaults. */
+const TURNS_START: TurnsFields = {
+  participants: "",
+  maxRounds: String(TURNS_DEFAULTS.max_rounds),
+  turnTimeout: String(TURNS_DEFAULTS.turn_timeout_s),
+  delay: String(TURNS_DEFAULTS.delay_s),
+  policy: TURNS_DEFAULTS.policy,
+  supervisor: "",
+};
+
+/** A limit of the server's (TURNS_LIMITS) as the hints print it: "1–200". */
+const range = ([min, max]: readonly [number, number]) => `${min}–${max}`;
 
 /** Agent ids separated by commas or new lines (an id may contain spaces). */
-export const parseParticipants = (text: string) =>
+const parseParticipants = (text: string) =>
   text
     .split(/[,\n]/)
     .map((s) => s.trim())
@@ -71,23 +78,25 @@ function TurnsFieldset({ value: t, onChange }: { value: TurnsFields; onChange: (
           onChange={(e) => set({ participants: e.target.value })}
           placeholder={"planner\nbuilder\nreviewer"}
         />
-        <p className="hint">2 to 8 agent ids, separated by commas or new lines, in speaking order: the first one speaks first.</p>
+        <p className="hint">
+          {TURNS_LIMITS.participants[0]} to {TURNS_LIMITS.participants[1]} agent ids, separated by commas or new lines, in speaking order: the first one speaks first.
+        </p>
       </div>
       <div className="field-grid">
         <div className="field">
           <label htmlFor="turns-max-rounds">Rounds at most</label>
-          <input id="turns-max-rounds" type="number" inputMode="numeric" min={1} max={200} step={1} value={t.maxRounds} onChange={(e) => set({ maxRounds: e.target.value })} />
-          <p className="hint">1–200. Past the last round the room is blocked.</p>
+          <input id="turns-max-rounds" type="number" inputMode="numeric" min={TURNS_LIMITS.max_rounds[0]} max={TURNS_LIMITS.max_rounds[1]} step={1} value={t.maxRounds} onChange={(e) => set({ maxRounds: e.target.value })} />
+          <p className="hint">{range(TURNS_LIMITS.max_rounds)}. Past the last round the room is blocked.</p>
         </div>
         <div className="field">
           <label htmlFor="turns-timeout">Seconds per turn</label>
-          <input id="turns-timeout" type="number" inputMode="numeric" min={10} max={86400} step={1} value={t.turnTimeout} onChange={(e) => set({ turnTimeout: e.target.value })} />
-          <p className="hint">10–86400. A turn not claimed or answered in time is skipped.</p>
+          <input id="turns-timeout" type="number" inputMode="numeric" min={TURNS_LIMITS.turn_timeout_s[0]} max={TURNS_LIMITS.turn_timeout_s[1]} step={1} value={t.turnTimeout} onChange={(e) => set({ turnTimeout: e.target.value })} />
+          <p className="hint">{range(TURNS_LIMITS.turn_timeout_s)}. A turn not claimed or answered in time is skipped.</p>
         </div>
         <div className="field">
           <label htmlFor="turns-delay">Delay between turns (s)</label>
-          <input id="turns-delay" type="number" inputMode="numeric" min={0} max={3600} step={1} value={t.delay} onChange={(e) => set({ delay: e.target.value })} />
-          <p className="hint">0–3600. The next turn opens this long after a reply.</p>
+          <input id="turns-delay" type="number" inputMode="numeric" min={TURNS_LIMITS.delay_s[0]} max={TURNS_LIMITS.delay_s[1]} step={1} value={t.delay} onChange={(e) => set({ delay: e.target.value })} />
+          <p className="hint">{range(TURNS_LIMITS.delay_s)}. The next turn opens this long after a reply.</p>
         </div>
         <div className="field">
           <label htmlFor="turns-policy">Finish</label>

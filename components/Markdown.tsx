@@ -1,7 +1,7 @@
 "use client";
 
-import { useSyncExternalStore } from "react";
 import ReactMarkdown, { type Components } from "react-markdown";
+import { useHydrated } from "./hydrated";
 
 /**
  * Agent text is untrusted data (SPEC 1.6). react-markdown builds React elements, never HTML
@@ -45,15 +45,13 @@ function htmlAsText() {
 
 const remarkPlugins = [htmlAsText];
 
-const noSubscription = () => () => {};
-
 /**
  * The server sends the text as plain text and the browser renders the markdown once hydrated:
  * parsing markdown for every message of every page view was most of the server's cost of a
  * watcher page, and the text reads the same before the browser takes over.
  */
 export function Markdown({ text }: { text: string }) {
-  const hydrated = useSyncExternalStore(noSubscription, () => true, () => false);
+  const hydrated = useHydrated();
   if (!hydrated) return <p className="md-plain">{text}</p>;
   return (
     <ReactMarkdown components={components} remarkPlugins={remarkPlugins}>

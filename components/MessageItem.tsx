@@ -1,19 +1,10 @@
 "use client";
 
-import { memo, useSyncExternalStore } from "react";
+import { memo } from "react";
 import type { Message } from "./types";
 import { agentHue } from "./format";
+import { useHydrated } from "./hydrated";
 import { Markdown } from "./Markdown";
-
-const noSubscribe = () => () => {};
-
-/** False while rendering on the server and hydrating, true after: local time exists only in the browser. */
-export const useHydrated = () =>
-  useSyncExternalStore(
-    noSubscribe,
-    () => true,
-    () => false,
-  );
 
 const timeFormat = () => new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" });
 let localTime: Intl.DateTimeFormat | undefined;

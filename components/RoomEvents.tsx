@@ -1,6 +1,10 @@
 "use client";
 
 import { createContext, useContext, useEffect, useRef, useState, type ReactNode } from "react";
+// The domain's own lists (pure, browser-safe modules), so a new event type reaches the panels too.
+import { LEDGER_EVENT_TYPES as DOMAIN_LEDGER_EVENT_TYPES } from "../lib/domain/ledger";
+import { BOARD_AGENT_EVENT_TYPES, TASK_EVENT_TYPES as DOMAIN_TASK_EVENT_TYPES } from "../lib/domain/tasks";
+import { TURN_EVENT_TYPES as DOMAIN_TURN_EVENT_TYPES } from "../lib/domain/turns";
 
 /**
  * The watcher's in-page event bus. The feed owns the page's one EventSource and publishes every
@@ -18,55 +22,19 @@ export interface RoomEvent {
 }
 
 /** Ledger event types (SPEC 5), plus the arbiter's bookkeeping events that change `/context`. */
-export const LEDGER_EVENT_TYPES = [
-  "thread.opened",
-  "thread.revised",
-  "discrepancy.recorded",
-  "discrepancy.resolved",
-  "handshake.signed",
-  "arbiter.extracted",
-  "arbiter.failed",
-] as const;
+export const LEDGER_EVENT_TYPES = [...DOMAIN_LEDGER_EVENT_TYPES, "arbiter.extracted", "arbiter.failed"];
 
-/** Task board events (issue 7): the board panel re-reads GET /tasks when one arrives. */
-export const TASK_EVENT_TYPES = [
-  "task.created",
-  "task.claimed",
-  "task.heartbeat",
-  "task.released",
-  "task.failed",
-  "task.handoff",
-  "task.submitted",
-  "task.reviewed",
-  "task.cancelled",
-  "agent.joined",
-  "agent.heartbeat",
-  "agent.lost",
-] as const;
+/** Task board events (issue 7), with the board's agents: the board panel re-reads GET /tasks when one arrives. */
+export const TASK_EVENT_TYPES = [...DOMAIN_TASK_EVENT_TYPES, ...BOARD_AGENT_EVENT_TYPES, "agent.lost"];
 
 /** Turns-mode events (issue 6): the turns panel re-reads GET /turns/current when one arrives. */
-export const TURN_EVENT_TYPES = [
-  "turn.opened",
-  "turn.claimed",
-  "turn.done",
-  "turn.skipped",
-  "completion.proposed",
-  "completion.confirmed",
-  "completion.rejected",
-  "room.completed",
-  "room.blocked",
-  "room.resumed",
-  "room.cancelled",
-  "room.rounds_raised",
-  "participant.absent",
-  "participant.reinstated",
-] as const;
+export const TURN_EVENT_TYPES = [...DOMAIN_TURN_EVENT_TYPES];
 
 export type RevealResult = { ok: true } | { ok: false; reason: string };
 type Revealer = (messageId: number) => Promise<RevealResult>;
 type Listener = (event: RoomEvent) => void;
 
-export class RoomEventBus {
+class RoomEventBus {
   private readonly listeners = new Set<Listener>();
   private revealer: Revealer | null = null;
 

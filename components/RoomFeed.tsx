@@ -1,6 +1,7 @@
 "use client";
 
 import { useEffect, useLayoutEffect, useRef, useState } from "react";
+import { roomStatusAfter, type RoomStatus } from "../lib/domain/room";
 import type { Message } from "./types";
 import { plural } from "./format";
 import { Clock, MessageItem } from "./MessageItem";
@@ -32,7 +33,6 @@ const SYSTEM_TEXT: Record<string, string> = {
   "room.completed": "The conversation is complete. The room is read-only now.",
   "room.cancelled": "The owner cancelled the room. It is read-only now.",
 };
-const CLOSING = new Set(["room.closed", "room.completed", "room.cancelled"]);
 const LIVE_TYPES = ["message.posted", ...Object.keys(SYSTEM_TEXT)];
 
 const CONNECTION_LABEL: Record<Connection, string> = {
@@ -111,7 +111,7 @@ export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, me
   const [connection, setConnection] = useState<Connection>("connecting");
   const [ended, setEnded] = useState<string | null>(null);
   const [count, setCount] = useState(messageCount);
-  const [status, setStatus] = useState(initialStatus);
+  const [status, setStatus] = useState<RoomStatus>(initialStatus);
   const [unseen, setUnseen] = useState(0);
 
   const scroller = useRef<HTMLDivElement>(null);
@@ -160,7 +160,7 @@ export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, me
         }
         setEntries((list) => merge(list, [messageEntry(event.message!)]));
       } else if (SYSTEM_TEXT[event.type]) {
-        setStatus(CLOSING.has(event.type) ? "closed" : "open");
+        setStatus((current) => roomStatusAfter(current, event.type));
         setEntries((list) => merge(list, [{ kind: "system", seq: event.seq, ts: event.ts, text: SYSTEM_TEXT[event.type]! }]));
       }
       bus?.publish(event);

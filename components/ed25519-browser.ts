@@ -43,7 +43,7 @@ let detected: Promise<Ed25519Impl> | undefined;
  * Which implementation this browser gets, decided once: WebCrypto only if it imports a key,
  * accepts a known-good signature and rejects the same signature with one bit flipped.
  */
-export function detectEd25519(): Promise<Ed25519Impl> {
+function detectEd25519(): Promise<Ed25519Impl> {
   detected ??= (async (): Promise<Ed25519Impl> => {
     const s = subtle();
     if (!s) return "noble"; // no WebCrypto at all (e.g. a page served over plain http)
