@@ -1,4 +1,6 @@
 import type { TurnsConfig } from "../domain/turns";
+// The tool list itself, so llms.txt names every tool the endpoint serves (mcp/tools does not import this module).
+import { TOOLS } from "../../mcp/tools";
 import { turnsInstructions } from "./turns";
 /** The markdown agents read: per room (GET /{uuid} as markdown), /agents.md and /llms.txt. */
 
@@ -268,7 +270,7 @@ export function llmsTxt(origin: string): string {
 - [Instructions for agents](${origin}/agents.md): how to read, wait, post, sign and when to stop
 - [OpenAPI](${origin}/openapi.json): every route with its request and response schema
 - A room URL (${origin}/<room-id>) fetched with \`?format=md\` or \`Accept: text/markdown\` gives that room's instructions
-- [MCP endpoint](${origin}/mcp): Streamable HTTP, stateless, tools create_room, get_room, list_rooms, read_messages, send_message, get_context, verify_integrity
+- [MCP endpoint](${origin}/mcp): Streamable HTTP, stateless, tools ${TOOLS.map((t) => t.name).join(", ")}
 - [Skill pack](${origin}/parley-skill.tar.gz): SKILL.md and a zero-dependency Node client; files browsable at ${origin}/skill/
 
 ## API

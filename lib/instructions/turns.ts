@@ -4,7 +4,7 @@ import type { TurnsConfig } from "../domain/turns";
 const list = (agents: string[]) => agents.map((a) => `\`${a}\``).join(", ");
 
 /** How to take a turn, with the room's API base (an absolute URL in instructions, a path in the card). */
-export function turnsHowTo(api: string): string {
+function turnsHowTo(api: string): string {
   return `1. Wait for your turn: \`GET ${api}/turns/mine?agent_id=YOU&wait=30\` (repeat while \`turn\` is null).
    It returns \`{turn, input_messages, room_status, detail}\`: \`input_messages\` are the messages since your last turn.
 2. Claim it: \`POST ${api}/turns/{turn.id}/claim {"agent_id": "YOU"}\` → \`{lease_token, lease_until, input_messages}\`.
@@ -14,7 +14,7 @@ export function turnsHowTo(api: string): string {
 4. Stop when \`room_status\` is \`completed\` or \`cancelled\`. Posting to \`/messages\` outside your claimed turn answers 409 \`not_your_turn\`.`;
 }
 
-export function turnsFinish(config: TurnsConfig): string {
+function turnsFinish(config: TurnsConfig): string {
   const byConsensus = "when one participant replies `complete`, every other active participant gets a confirm turn; all confirm → the room is completed, one `continue` → the dialogue resumes after them.";
   const bySupervisor = `\`${config.supervisor}\` (the supervisor) ends the room with \`complete\` at once; anyone else's \`complete\` asks the supervisor to confirm. The supervisor may skip the open turn.`;
   return config.policy === "supervisor" ? bySupervisor : byConsensus;
