@@ -6,73 +6,33 @@
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
 import crypto from "node:crypto";
-import { loadConfig } from "../../lib/config";
 import { signAgentWrite } from "../../lib/log/event";
 import { nobleVerify } from "../../lib/log/ed25519";
 import { verifyBundle, type RoomBundle } from "../../lib/log/verify";
 import { ed25519VerifyAsync, serverKeyFromSeed } from "../../lib/services/server-key";
-import { createServices } from "../../lib/services";
 import { postMessage } from "../../lib/services/messages";
 import { createRoom } from "../../lib/services/rooms";
-import { loadOrCreateServerKey } from "../../lib/services/server-key";
-import { openSqliteStore } from "../../lib/store/sqlite";
 import { launchChromium } from "../helpers/browser";
 import { arbiterFigures } from "./arbiter";
+import { freePort, inProcessServices, percentile, startServerChild } from "./common";
 import { taskFigures } from "./tasks";
 import { turnFigures } from "./turns";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const DURATION = Number(process.env.BENCH_SECONDS ?? 5);
-const NO_LIMITS = {
-  PARLEY_RATE_ROOMS_PER_HOUR: "0",
-  PARLEY_RATE_POSTS_PER_MINUTE: "0",
-  PARLEY_RATE_AGENT_POSTS_PER_MINUTE: "0",
-  PARLEY_RATE_REQUESTS_PER_MINUTE: "0",
-  PARLEY_ROOM_MESSAGE_CAP: "1000000",
-};
 const results: [string, string][] = [];
 const report = (name: string, value: string) => {
   results.push([name, value]);
   console.log(`${name.padEnd(58)} ${value}`);
 };
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 function rssMb(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
   return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
-}
-
-async function startChild(): Promise<{ base: string; child: ChildProcess }> {
-  const port = await freePort();
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-bench-"));
-  const child = spawn(process.execPath, ["--import", "tsx", "server.ts"], {
-    cwd: ROOT,
-    env: { ...process.env, ...NO_LIMITS, PORT: String(port), HOST: "127.0.0.1", PARLEY_DATA_DIR: dataDir, NODE_ENV: "production" },
-    stdio: ["ignore", "inherit", "inherit"],
-  });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
-    try {
-      if ((await fetch(`${base}/health`)).ok) return { base, child };
-    } catch {
-      /* not up yet */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error("server did not start");
 }
 
 async function json(base: string, method: string, url: string, body?: unknown) {
@@ -116,24 +76,24 @@ async function postThroughput(base: string, rooms: string[]): Promise<number> {
  * HTTP: `inFlight` posts outstanding at a time, like the HTTP run's connections.
  */
 async function inProcessAppendRate(inFlight: number): Promise<number> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-bench-local-"));
-  const config = loadConfig({ ...NO_LIMITS, PARLEY_DATA_DIR: dataDir });
-  const store = openSqliteStore(dataDir);
-  const svc = createServices(config, store, loadOrCreateServerKey(config.keyFile, config.keyName));
-  const caller = { ip: "local", origin: "http://localhost" };
-  const rooms = Array.from({ length: 50 }, () => createRoom(svc, caller, { description: "", is_public: false, protocol_mode: "standard", mode: "open" }).uuid);
-  const n = 20_000;
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < n; i = next++) {
-      await postMessage(svc, caller, rooms[i % 50]!, { agent_id: `agent-${i % 7}`, text: `benchmark message ${i} with a little text in it` });
-    }
-  };
-  const t0 = performance.now();
-  await Promise.all(Array.from({ length: inFlight }, worker));
-  const rate = n / ((performance.now() - t0) / 1000);
-  store.close();
-  return rate;
+  const local = inProcessServices("parley-bench-local-");
+  try {
+    const { svc } = local;
+    const caller = { ip: "local", origin: "http://localhost" };
+    const rooms = Array.from({ length: 50 }, () => createRoom(svc, caller, { description: "", is_public: false, protocol_mode: "standard", mode: "open" }).uuid);
+    const n = 20_000;
+    let next = 0;
+    const worker = async () => {
+      for (let i = next++; i < n; i = next++) {
+        await postMessage(svc, caller, rooms[i % 50]!, { agent_id: `agent-${i % 7}`, text: `benchmark message ${i} with a little text in it` });
+      }
+    };
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: inFlight }, worker));
+    return n / ((performance.now() - t0) / 1000);
+  } finally {
+    local.close();
+  }
 }
 
 /** Pre-signed message bodies (one key per agent), so the load generator does no crypto. */
@@ -204,10 +164,6 @@ async function browserVerify(base: string, room: string): Promise<void> {
   } finally {
     await browser.close();
   }
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
 /** Opens SSE watchers and long-pollers on one room, then measures post → receipt at each reader. */
@@ -300,7 +256,7 @@ async function main() {
   console.log(`Parley benchmark — ${new Date().toISOString()} — ${os.cpus().length} cores, ${os.cpus()[0]?.model}, Node ${process.version}`);
   if (!fs.existsSync(path.join(ROOT, ".next", "BUILD_ID"))) execFileSync("npx", ["next", "build"], { cwd: ROOT, stdio: "inherit" });
   await baseline();
-  const { base, child } = await startChild();
+  const { base, child, close } = await startServerChild({ prefix: "parley-bench-" });
   try {
     await new Promise((r) => setTimeout(r, 1000));
     report("RSS idle (after start)", `${rssMb(child.pid!).toFixed(0)} MB`);
@@ -335,7 +291,7 @@ async function main() {
     report("In-process append, 64 in flight (no HTTP): local limit", `${Math.round(local).toLocaleString("en")} appends/s`);
     report("HTTP POST at 64 connections / in-process append", `${((httpRate / local) * 100).toFixed(0)} %`);
   } finally {
-    child.kill("SIGTERM");
+    await close();
   }
 }
 

@@ -5,48 +5,16 @@
  * tests/bench/run.ts; standalone:
  *   node --import tsx tests/bench/tasks.ts
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
+import { percentile, startServerChild } from "./common";
 
 type Report = (name: string, value: string) => void;
 
-const ROOT = path.resolve(import.meta.dirname, "../..");
 const TASKS = Number(process.env.BENCH_TASKS ?? 5000);
 const CYCLES = Number(process.env.BENCH_CYCLES ?? 500);
 const AGENTS = 50;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function startChild(): Promise<{ base: string; child: ChildProcess }> {
-  const port = await freePort();
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-bench-tasks-"));
-  const env = {
-    ...process.env, PORT: String(port), HOST: "127.0.0.1", PARLEY_DATA_DIR: dataDir, NODE_ENV: "production" as const,
-    PARLEY_RATE_ROOMS_PER_HOUR: "0", PARLEY_RATE_POSTS_PER_MINUTE: "0", PARLEY_RATE_AGENT_POSTS_PER_MINUTE: "0", PARLEY_RATE_REQUESTS_PER_MINUTE: "0",
-  };
-  const child = spawn(process.execPath, ["--import", "tsx", "server.ts"], { cwd: ROOT, env, stdio: ["ignore", "inherit", "inherit"] });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
-    try {
-      if ((await fetch(`${base}/health`)).ok) return { base, child };
-    } catch {
-      /* not up yet */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error("server did not start");
-}
 
 async function post(base: string, url: string, body: unknown): Promise<any> {
   const res = await fetch(base + url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -54,11 +22,6 @@ async function post(base: string, url: string, body: unknown): Promise<any> {
   if (!res.ok) throw new Error(`${url}: ${res.status} ${JSON.stringify(json)}`);
   return json;
 }
-
-const percentile = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
-};
 
 /** 50 agents call claim-next as fast as they can until the board is empty. */
 async function claimNextThroughput(base: string, report: Report): Promise<void> {
@@ -103,12 +66,12 @@ async function cycleLatency(base: string, report: Report): Promise<void> {
 }
 
 export async function taskFigures(report: Report): Promise<void> {
-  const { base, child } = await startChild();
+  const { base, close } = await startServerChild({ prefix: "parley-bench-tasks-" });
   try {
     await claimNextThroughput(base, report);
     await cycleLatency(base, report);
   } finally {
-    child.kill("SIGTERM");
+    await close();
   }
 }
 

@@ -8,24 +8,17 @@
  * `turnFigures(report)` is called by tests/bench/run.ts; standalone:
  *   node --import tsx tests/bench/turns.ts
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import fs from "node:fs";
 import http from "node:http";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { loadConfig } from "../../lib/config";
-import { createServices } from "../../lib/services";
 import { createRoom } from "../../lib/services/rooms";
-import { loadOrCreateServerKey } from "../../lib/services/server-key";
 import { claimTurn, currentTurn, replyTurn } from "../../lib/services/turns";
 import { createRoomBody } from "../../lib/schemas/rooms";
-import { openSqliteStore } from "../../lib/store/sqlite";
+import { inProcessServices, percentile, startServerChild } from "./common";
 
 type Report = (name: string, value: string) => void;
 
-const ROOT = path.resolve(import.meta.dirname, "../..");
 /** Claim + reply round trips timed for one agent pair (after a warm-up). */
 const TRIPS = Number(process.env.BENCH_TURN_TRIPS ?? 1000);
 const WARMUP = 50;
@@ -35,40 +28,7 @@ const ROUNDS = 20;
 /** The scripted run gives up (and counts what is unfinished as errors) after this long. */
 const DEADLINE_MS = 90_000;
 const COLD = process.env.BENCH_TURN_COLD === "1";
-const NO_LIMITS = {
-  PARLEY_RATE_ROOMS_PER_HOUR: "0",
-  PARLEY_RATE_POSTS_PER_MINUTE: "0",
-  PARLEY_RATE_AGENT_POSTS_PER_MINUTE: "0",
-  PARLEY_RATE_REQUESTS_PER_MINUTE: "0",
-  PARLEY_ROOM_MESSAGE_CAP: "1000000",
-};
 const PAIR = ["a", "b"] as const;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function startChild(): Promise<{ base: string; child: ChildProcess }> {
-  const port = await freePort();
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-bench-turns-"));
-  const env = { ...process.env, ...NO_LIMITS, PORT: String(port), HOST: "127.0.0.1", PARLEY_DATA_DIR: dataDir, NODE_ENV: "production" as const };
-  const child = spawn(process.execPath, ["--import", "tsx", "server.ts"], { cwd: ROOT, env, stdio: ["ignore", "inherit", "inherit"] });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
-    try {
-      if ((await fetch(`${base}/health`)).ok) return { base, child };
-    } catch {
-      /* not up yet */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error("server did not start");
-}
 
 interface Answer {
   status: number;
@@ -122,10 +82,6 @@ async function ok(answer: Promise<Answer>, what: string): Promise<any> {
 
 const turnsRoomBody = (maxRounds: number) => ({ mode: "turns", turns: { participants: [...PAIR], max_rounds: maxRounds } });
 
-const percentile = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
-};
 const ms = (x: number) => `${x.toFixed(1)} ms`;
 const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
 
@@ -157,11 +113,9 @@ async function httpRoundTrip(api: Client, report: Report): Promise<void> {
 
 /** The same claim + reply through the service functions, without HTTP: the local limit. */
 function inProcessRoundTrip(report: Report): void {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-bench-turns-local-"));
-  const config = loadConfig({ ...NO_LIMITS, PARLEY_DATA_DIR: dataDir });
-  const store = openSqliteStore(dataDir);
+  const local = inProcessServices("parley-bench-turns-local-");
   try {
-    const svc = createServices(config, store, loadOrCreateServerKey(config.keyFile, config.keyName));
+    const { svc } = local;
     const caller = { ip: "local", origin: "http://localhost" };
     const claimTimes: number[] = [];
     const replyTimes: number[] = [];
@@ -190,7 +144,7 @@ function inProcessRoundTrip(report: Report): void {
       `p50 ${ms(percentile(times, 50))} (claim ${ms(percentile(claimTimes, 50))}, reply ${ms(percentile(replyTimes, 50))}), p99 ${ms(percentile(times, 99))}, ${Math.round(TRIPS / total).toLocaleString("en")} round trips/s`,
     );
   } finally {
-    store.close();
+    local.close();
   }
 }
 
@@ -310,14 +264,14 @@ async function scriptedRooms(api: Client, report: Report): Promise<void> {
 }
 
 export async function turnFigures(report: Report): Promise<void> {
-  const { base, child } = await startChild();
+  const { base, close } = await startServerChild({ prefix: "parley-bench-turns-" });
   const api = client(base);
   try {
     await httpRoundTrip(api, report);
     await scriptedRooms(api, report);
   } finally {
     api.close();
-    child.kill("SIGTERM");
+    await close();
   }
   inProcessRoundTrip(report);
 }

@@ -1,0 +1,120 @@
+/**
+ * What the benchmarks share: a free port, the server in a child process (as in production), the
+ * services in this process (the local limit), the limits they lift, and percentiles.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { loadConfig } from "../../lib/config";
+import { createServices } from "../../lib/services";
+import { loadOrCreateServerKey } from "../../lib/services/server-key";
+import { openSqliteStore } from "../../lib/store/sqlite";
+import { NO_LIMITS } from "../helpers/server";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+
+/** No rate limits, and rooms that hold far more messages than a run posts to one of them. */
+export const BENCH_LIMITS = { ...NO_LIMITS, PARLEY_ROOM_MESSAGE_CAP: "1000000" };
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer().on("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** The sorted[p %] element (nearest rank, p = 100 gives the maximum); `xs` is not changed. */
+export function percentile(xs: number[], p: number): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+export interface ServerChild {
+  base: string;
+  child: ChildProcess;
+  /** Stops the server (SIGTERM, SIGKILL if it lingers) and removes its data directory. */
+  close(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const force = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    child.once("exit", () => {
+      clearTimeout(force);
+      resolve();
+    });
+    child.kill("SIGTERM");
+  });
+}
+
+/**
+ * `server.ts` in a child process on a free port with a fresh data directory (named after
+ * `prefix`), production mode and BENCH_LIMITS; with `apiOnly`, without the Next.js pages.
+ * Resolves once /health answers; if the server does not come up, the child is killed.
+ */
+export async function startServerChild(opts: { prefix: string; apiOnly?: boolean }): Promise<ServerChild> {
+  const port = await freePort();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), opts.prefix));
+  let entry = "server.ts";
+  if (opts.apiOnly) {
+    // A file, not `-e`: `--input-type=module` would be inherited by the WAL checkpoint worker.
+    entry = path.join(dataDir, "api-only.mjs");
+    fs.writeFileSync(entry, `const { startServer } = await import(${JSON.stringify(pathToFileURL(path.join(ROOT, "server.ts")).href)});\nawait startServer({ pages: false, quiet: true });\n`);
+  }
+  const child = spawn(process.execPath, ["--import", "tsx", entry], {
+    cwd: ROOT,
+    env: { ...process.env, ...BENCH_LIMITS, PORT: String(port), HOST: "127.0.0.1", PARLEY_DATA_DIR: dataDir, NODE_ENV: "production" },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  const close = async () => {
+    await stop(child);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+  const base = `http://127.0.0.1:${port}`;
+  let exited: string | undefined;
+  child.once("exit", (code, signal) => (exited = `exited (${signal ?? code}) before answering /health`));
+  for (let i = 0; i < 600 && exited === undefined; i++) {
+    try {
+      if ((await fetch(`${base}/health`)).ok) return { base, child, close };
+    } catch {
+      /* not up yet */
+    }
+    await sleep(100);
+  }
+  await close();
+  throw new Error(`server did not start: ${exited ?? "no answer from /health in 60 s"}`);
+}
+
+/**
+ * The services over a fresh store in this process, with BENCH_LIMITS: the append path without
+ * HTTP. close() closes the store and removes its data directory.
+ */
+export function inProcessServices(prefix: string) {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const config = loadConfig({ ...BENCH_LIMITS, PARLEY_DATA_DIR: dataDir });
+  const store = openSqliteStore(dataDir);
+  try {
+    const svc = createServices(config, store, loadOrCreateServerKey(config.keyFile, config.keyName));
+    return {
+      svc,
+      store,
+      close() {
+        store.close();
+        fs.rmSync(dataDir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    store.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+}
