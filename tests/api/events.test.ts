@@ -1,29 +1,23 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { client, startTestServer } from "../helpers/server";
+import { startApi, type TestApi } from "../helpers/server";
 import { openSse } from "../helpers/sse";
-import type { RunningServer } from "../../server";
 
-let server: RunningServer;
-let api: ReturnType<typeof client>;
-
-before(async () => {
-  server = await startTestServer();
-  api = client(server.url);
-});
-after(() => server.close());
+let f: TestApi;
+before(async () => (f = await startApi()));
+after(() => f.close());
 
 test("the stream sends every event with id, type and data, and the right headers", async () => {
-  const room = await api.room({ description: "sse" });
-  await api.say(room.uuid, "a", "before");
-  const sse = await openSse(`${server.url}/api/rooms/${room.uuid}/events`);
+  const room = await f.api.room({ description: "sse" });
+  await f.api.say(room.uuid, "a", "before");
+  const sse = await openSse(`${f.url}/api/rooms/${room.uuid}/events`);
   assert.equal(sse.res.status, 200);
   assert.match(sse.res.headers.get("content-type")!, /^text\/event-stream/);
   assert.equal(sse.res.headers.get("cache-control"), "no-cache, no-transform");
   assert.equal(sse.res.headers.get("x-accel-buffering"), "no");
   assert.equal(sse.res.headers.get("content-encoding"), null);
   await sse.waitFor(2);
-  await api.say(room.uuid, "b", "after");
+  await f.api.say(room.uuid, "b", "after");
   const events = await sse.waitFor(3);
   assert.deepEqual(events.map((e) => [e.id, e.event]), [["1", "room.created"], ["2", "message.posted"], ["3", "message.posted"]]);
   const data = JSON.parse(events[2]!.data);
@@ -36,15 +30,15 @@ test("the stream sends every event with id, type and data, and the right headers
 });
 
 test("resuming with Last-Event-ID after a forced disconnect loses and duplicates nothing", async () => {
-  const room = await api.room();
-  const first = await openSse(`${server.url}/api/rooms/${room.uuid}/events`);
-  for (let i = 0; i < 5; i++) await api.say(room.uuid, "a", `m${i}`);
+  const room = await f.api.room();
+  const first = await openSse(`${f.url}/api/rooms/${room.uuid}/events`);
+  for (let i = 0; i < 5; i++) await f.api.say(room.uuid, "a", `m${i}`);
   await first.waitFor(6);
   await first.close(); // the client drops the connection
   const lastId = first.events.at(-1)!.id!;
-  for (let i = 5; i < 10; i++) await api.say(room.uuid, "a", `m${i}`); // said while disconnected
-  const second = await openSse(`${server.url}/api/rooms/${room.uuid}/events`, { "last-event-id": lastId });
-  for (let i = 10; i < 12; i++) await api.say(room.uuid, "a", `m${i}`);
+  for (let i = 5; i < 10; i++) await f.api.say(room.uuid, "a", `m${i}`); // said while disconnected
+  const second = await openSse(`${f.url}/api/rooms/${room.uuid}/events`, { "last-event-id": lastId });
+  for (let i = 10; i < 12; i++) await f.api.say(room.uuid, "a", `m${i}`);
   await second.waitFor(7);
   await new Promise((r) => setTimeout(r, 100));
   const seqs = [...first.events, ...second.events].map((e) => Number(e.id));
@@ -53,39 +47,39 @@ test("resuming with Last-Event-ID after a forced disconnect loses and duplicates
 });
 
 test("?since= resumes too, and a bad Last-Event-ID is a 400", async () => {
-  const room = await api.room();
-  await api.say(room.uuid, "a", "one");
-  await api.say(room.uuid, "a", "two");
-  const sse = await openSse(`${server.url}/api/rooms/${room.uuid}/events?since=2`);
+  const room = await f.api.room();
+  await f.api.say(room.uuid, "a", "one");
+  await f.api.say(room.uuid, "a", "two");
+  const sse = await openSse(`${f.url}/api/rooms/${room.uuid}/events?since=2`);
   const events = await sse.waitFor(1);
   assert.equal(events[0]!.id, "3");
   await sse.close();
-  const bad = await fetch(`${server.url}/api/rooms/${room.uuid}/events`, { headers: { "last-event-id": "abc" } });
+  const bad = await fetch(`${f.url}/api/rooms/${room.uuid}/events`, { headers: { "last-event-id": "abc" } });
   assert.equal(bad.status, 400);
   assert.equal((await bad.json()).code, "validation_error");
 });
 
 test("streams are cleaned up when the client goes away", async () => {
-  const room = await api.room();
-  const streams = await Promise.all([1, 2, 3].map(() => openSse(`${server.url}/api/rooms/${room.uuid}/events`)));
+  const room = await f.api.room();
+  const streams = await Promise.all([1, 2, 3].map(() => openSse(`${f.url}/api/rooms/${room.uuid}/events`)));
   await Promise.all(streams.map((s) => s.waitFor(1)));
-  assert.equal(server.svc.notifier.streamCount, 3);
+  assert.equal(f.server.svc.notifier.streamCount, 3);
   await Promise.all(streams.map((s) => s.close()));
   const deadline = Date.now() + 3000;
-  while (server.svc.notifier.streamCount > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  assert.equal(server.svc.notifier.streamCount, 0);
+  while (f.server.svc.notifier.streamCount > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(f.server.svc.notifier.streamCount, 0);
 });
 
 test("unknown room is 404, malformed 400", async () => {
-  assert.equal((await fetch(`${server.url}/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23/events`)).status, 404);
-  assert.equal((await fetch(`${server.url}/api/rooms/xyz/events`)).status, 400);
+  assert.equal((await fetch(`${f.url}/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23/events`)).status, 404);
+  assert.equal((await fetch(`${f.url}/api/rooms/xyz/events`)).status, 400);
 });
 
 test("pings keep idle streams alive", async () => {
   const { roomEventStream } = await import("../../lib/realtime/sse");
-  const room = await api.room();
+  const room = await f.api.room();
   const abort = new AbortController();
-  const reader = roomEventStream(server.svc, room.uuid, 1, abort.signal, 30).getReader();
+  const reader = roomEventStream(f.server.svc, room.uuid, 1, abort.signal, 30).getReader();
   const decoder = new TextDecoder();
   let text = "";
   while (!text.includes(": ping")) text += decoder.decode((await reader.read()).value);
@@ -94,18 +88,18 @@ test("pings keep idle streams alive", async () => {
 });
 
 test("deleting a room ends its streams and its waiting long-polls at once", async () => {
-  const room = await api.room();
-  const sse = await openSse(`${server.url}/api/rooms/${room.uuid}/events`);
+  const room = await f.api.room();
+  const sse = await openSse(`${f.url}/api/rooms/${room.uuid}/events`);
   await sse.waitFor(1);
-  const poll = api.get(`/api/rooms/${room.uuid}/messages?since=1&wait=20`);
+  const poll = f.api.get(`/api/rooms/${room.uuid}/messages?since=1&wait=20`);
   await new Promise((r) => setTimeout(r, 100));
   const t0 = Date.now();
-  assert.equal((await api.del(`/api/rooms/${room.uuid}`, { authorization: `Bearer ${room.owner_token}` })).status, 200);
+  assert.equal((await f.api.del(`/api/rooms/${room.uuid}`, { authorization: `Bearer ${room.owner_token}` })).status, 200);
   const polled = await poll;
   assert.ok(Date.now() - t0 < 5000, "the long-poll did not wait out its 20 s");
   assert.deepEqual(polled.body.messages ?? [], []);
   const deadline = Date.now() + 3000;
-  while (server.svc.notifier.streamCount > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  assert.equal(server.svc.notifier.streamCount, 0, "the server ended the stream before the client left");
+  while (f.server.svc.notifier.streamCount > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(f.server.svc.notifier.streamCount, 0, "the server ended the stream before the client left");
   await sse.close();
 });

@@ -1,28 +1,22 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { client, startTestServer } from "../helpers/server";
+import { startApi, type TestApi } from "../helpers/server";
 import { testAgent } from "../helpers/agent";
-import type { RunningServer } from "../../server";
 import { contextHash, type Thread } from "../../lib/domain/ledger";
 
-let server: RunningServer;
-let api: ReturnType<typeof client>;
-
-before(async () => {
-  server = await startTestServer();
-  api = client(server.url);
-});
-after(() => server.close());
+let f: TestApi;
+before(async () => (f = await startApi()));
+after(() => f.close());
 
 async function roomWithThread(value = "1 December") {
-  const room = (await api.room()).uuid;
-  const msg = await api.say(room, "alice", `I propose delivery on ${value}.`);
-  const t = await api.post(`/api/rooms/${room}/claims`, { subject: "Delivery date", value, opened_by: "alice", source_msg_id: msg.body.id, quote: `delivery on ${value}` });
+  const room = (await f.api.room()).uuid;
+  const msg = await f.api.say(room, "alice", `I propose delivery on ${value}.`);
+  const t = await f.api.post(`/api/rooms/${room}/claims`, { subject: "Delivery date", value, opened_by: "alice", source_msg_id: msg.body.id, quote: `delivery on ${value}` });
   assert.equal(t.status, 201, JSON.stringify(t.body));
   return { room, tid: t.body.id as number, thread: t.body };
 }
 const revise = (room: string, tid: number, agent_id: string, kind: string, value?: string) =>
-  api.post(`/api/rooms/${room}/claims/${tid}/revisions`, { agent_id, kind, ...(value ? { value } : {}) });
+  f.api.post(`/api/rooms/${room}/claims/${tid}/revisions`, { agent_id, kind, ...(value ? { value } : {}) });
 
 describe("threads and the status table (SPEC 5.1)", () => {
   test("propose opens a thread, proposed, with a propose revision", async () => {
@@ -61,7 +55,7 @@ describe("threads and the status table (SPEC 5.1)", () => {
       assert.equal(r.status, 403, kind);
       assert.equal(r.body.code, "not_owner");
     }
-    const t = await api.get(`/api/rooms/${room}/claims/${tid}`);
+    const t = await f.api.get(`/api/rooms/${room}/claims/${tid}`);
     assert.equal(t.body.revisions_count, 1, "refused revisions left nothing behind");
   });
 
@@ -83,7 +77,7 @@ describe("threads and the status table (SPEC 5.1)", () => {
     await revise(room, tid, "carol", "confirm");
     const contra = await revise(room, tid, "dave", "contradict", "not before 5 December");
     assert.equal(contra.body.status, "disputed");
-    const ctx = await api.get(`/api/rooms/${room}/context`);
+    const ctx = await f.api.get(`/api/rooms/${room}/context`);
     assert.equal(ctx.body.discrepancies.length, 1);
     assert.equal(ctx.body.discrepancies[0].thread_id, tid);
     assert.equal(ctx.body.discrepancies[0].status, "open");
@@ -97,7 +91,7 @@ describe("threads and the status table (SPEC 5.1)", () => {
     const r = await revise(room, tid, "bob", "contradict");
     assert.equal(r.body.status, "proposed");
     assert.deepEqual(r.body.confirmations, []);
-    assert.equal((await api.get(`/api/rooms/${room}/context`)).body.discrepancies.length, 0);
+    assert.equal((await f.api.get(`/api/rooms/${room}/context`)).body.discrepancies.length, 0);
   });
 
   test("retract cancels for good: any later revision is 409 thread_cancelled", async () => {
@@ -111,17 +105,17 @@ describe("threads and the status table (SPEC 5.1)", () => {
   });
 
   test("a thread opened by a signed agent can only be updated with that key", async () => {
-    const room = (await api.room()).uuid;
+    const room = (await f.api.room()).uuid;
     const alice = testAgent();
     const payload = { subject: "Price", value: "100 EUR" };
-    const opened = await api.post(`/api/rooms/${room}/claims`, { ...payload, opened_by: "alice", sig: alice.signWrite(room, "thread.opened", "alice", payload) });
+    const opened = await f.api.post(`/api/rooms/${room}/claims`, { ...payload, opened_by: "alice", sig: alice.signWrite(room, "thread.opened", "alice", payload) });
     assert.equal(opened.status, 201, JSON.stringify(opened.body));
     assert.equal(opened.body.opened_by_auth, "signed");
     const unsigned = await revise(room, opened.body.id, "alice", "update", "90 EUR");
     assert.equal(unsigned.status, 403);
     assert.equal(unsigned.body.code, "signature_required");
     const upPayload = { thread_id: opened.body.id, kind: "update", value: "90 EUR" };
-    const signedUpdate = await api.post(`/api/rooms/${room}/claims/${opened.body.id}/revisions`, {
+    const signedUpdate = await f.api.post(`/api/rooms/${room}/claims/${opened.body.id}/revisions`, {
       agent_id: "alice", kind: "update", value: "90 EUR",
       sig: alice.signWrite(room, "thread.revised", "alice", upPayload),
     });
@@ -143,78 +137,78 @@ describe("threads and the status table (SPEC 5.1)", () => {
       [`claims/abc/revisions`, { agent_id: "b", kind: "confirm" }, 404, "thread_not_found"],
     ];
     for (const [path, body, status, field] of cases) {
-      const r = await api.post(`/api/rooms/${room}/${path}`, body);
+      const r = await f.api.post(`/api/rooms/${room}/${path}`, body);
       assert.equal(r.status, status, `${path} ${JSON.stringify(body).slice(0, 60)}`);
       assert.ok(r.body.detail.startsWith(`${field}: `) || r.body.code === field, r.body.detail);
     }
-    assert.equal((await api.post(`/api/rooms/${room}/claims`, { subject: "s", value: "v", opened_by: "a".repeat(100), quote: "q".repeat(300) })).status, 201);
-    assert.equal((await api.get(`/api/rooms/${room}/claims/77777`)).status, 404);
-    assert.equal((await api.get("/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23/context")).status, 404);
+    assert.equal((await f.api.post(`/api/rooms/${room}/claims`, { subject: "s", value: "v", opened_by: "a".repeat(100), quote: "q".repeat(300) })).status, 201);
+    assert.equal((await f.api.get(`/api/rooms/${room}/claims/77777`)).status, 404);
+    assert.equal((await f.api.get("/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23/context")).status, 404);
   });
 });
 
 describe("context hash, handshake and seal (SPEC 5.2)", () => {
   test("the hash is stable for the same threads and changes with subject, value or status", async () => {
     const { room, tid } = await roomWithThread();
-    const h1 = (await api.get(`/api/rooms/${room}/context`)).body.context_hash;
-    assert.equal((await api.get(`/api/rooms/${room}/context`)).body.context_hash, h1);
+    const h1 = (await f.api.get(`/api/rooms/${room}/context`)).body.context_hash;
+    assert.equal((await f.api.get(`/api/rooms/${room}/context`)).body.context_hash, h1);
     await revise(room, tid, "bob", "confirm");
-    assert.equal((await api.get(`/api/rooms/${room}/context`)).body.context_hash, h1, "a confirm below quorum changes no hashed field");
+    assert.equal((await f.api.get(`/api/rooms/${room}/context`)).body.context_hash, h1, "a confirm below quorum changes no hashed field");
     await revise(room, tid, "carol", "confirm");
-    const h2 = (await api.get(`/api/rooms/${room}/context`)).body.context_hash;
+    const h2 = (await f.api.get(`/api/rooms/${room}/context`)).body.context_hash;
     assert.notEqual(h2, h1, "status changed");
     await revise(room, tid, "alice", "update", "9 December");
-    assert.notEqual((await api.get(`/api/rooms/${room}/context`)).body.context_hash, h2, "value changed");
-    const t: Thread = (await api.get(`/api/rooms/${room}/claims/${tid}`)).body;
-    assert.equal(contextHash([t]), (await api.get(`/api/rooms/${room}/context`)).body.context_hash, "the hash is JCS over {id, subject, subject_key, current_value, status}");
+    assert.notEqual((await f.api.get(`/api/rooms/${room}/context`)).body.context_hash, h2, "value changed");
+    const t: Thread = (await f.api.get(`/api/rooms/${room}/claims/${tid}`)).body;
+    assert.equal(contextHash([t]), (await f.api.get(`/api/rooms/${room}/context`)).body.context_hash, "the hash is JCS over {id, subject, subject_key, current_value, status}");
     await revise(room, tid, "alice", "retract");
-    assert.equal((await api.get(`/api/rooms/${room}/context`)).body.context_hash, contextHash([]), "cancelled threads are left out");
+    assert.equal((await f.api.get(`/api/rooms/${room}/context`)).body.context_hash, contextHash([]), "cancelled threads are left out");
   });
 
   test("handshakes: stale hash → 409 with the current one; two agents on the current hash seal it", async () => {
     const { room } = await roomWithThread();
-    const ctx = (await api.get(`/api/rooms/${room}/context`)).body;
-    const stale = await api.post(`/api/rooms/${room}/handshake`, { agent_id: "bob", context_hash: "0".repeat(64) });
+    const ctx = (await f.api.get(`/api/rooms/${room}/context`)).body;
+    const stale = await f.api.post(`/api/rooms/${room}/handshake`, { agent_id: "bob", context_hash: "0".repeat(64) });
     assert.equal(stale.status, 409);
     assert.equal(stale.body.code, "stale_context_hash");
     assert.ok(stale.body.detail.includes(ctx.context_hash));
-    const first = await api.post(`/api/rooms/${room}/handshake`, { agent_id: "bob", context_hash: ctx.context_hash });
+    const first = await f.api.post(`/api/rooms/${room}/handshake`, { agent_id: "bob", context_hash: ctx.context_hash });
     assert.equal(first.status, 201);
     assert.equal(first.body.sealed, null);
-    const second = await api.post(`/api/rooms/${room}/handshake`, { agent_id: "alice", context_hash: ctx.context_hash });
+    const second = await f.api.post(`/api/rooms/${room}/handshake`, { agent_id: "alice", context_hash: ctx.context_hash });
     assert.deepEqual(second.body.sealed, { context_hash: ctx.context_hash, agents: ["alice", "bob"] });
-    assert.deepEqual((await api.get(`/api/rooms/${room}/context`)).body.sealed, second.body.sealed);
-    const list = await api.get(`/api/rooms/${room}/handshakes`);
+    assert.deepEqual((await f.api.get(`/api/rooms/${room}/context`)).body.sealed, second.body.sealed);
+    const list = await f.api.get(`/api/rooms/${room}/handshakes`);
     assert.equal(list.body.length, 2);
     assert.ok(list.body.every((h: { signature_valid: boolean }) => h.signature_valid === false), "unsigned handshakes are not valid signatures");
   });
 
   test("a signed handshake reports signature_valid true", async () => {
     const { room } = await roomWithThread();
-    const hash = (await api.get(`/api/rooms/${room}/context`)).body.context_hash;
+    const hash = (await f.api.get(`/api/rooms/${room}/context`)).body.context_hash;
     const sig = testAgent().signWrite(room, "handshake.signed", "carol", { context_hash: hash });
-    assert.equal((await api.post(`/api/rooms/${room}/handshake`, { agent_id: "carol", context_hash: hash, sig })).status, 201);
-    const list = await api.get(`/api/rooms/${room}/handshakes`);
+    assert.equal((await f.api.post(`/api/rooms/${room}/handshake`, { agent_id: "carol", context_hash: hash, sig })).status, 201);
+    const list = await f.api.get(`/api/rooms/${room}/handshakes`);
     assert.equal(list.body[0].signature_valid, true);
   });
 });
 
 describe("discrepancies", () => {
   test("resolved by the related thread's owner or the room owner, not by others", async () => {
-    const owner = await api.room();
+    const owner = await f.api.room();
     const room = owner.uuid;
-    const t = await api.post(`/api/rooms/${room}/claims`, { subject: "Venue", value: "Berlin", opened_by: "alice" });
+    const t = await f.api.post(`/api/rooms/${room}/claims`, { subject: "Venue", value: "Berlin", opened_by: "alice" });
     await revise(room, t.body.id, "bob", "confirm");
     await revise(room, t.body.id, "carol", "confirm");
     await revise(room, t.body.id, "dave", "contradict", "Paris");
-    const did = (await api.get(`/api/rooms/${room}/context`)).body.discrepancies[0].id;
-    const stranger = await api.post(`/api/rooms/${room}/discrepancies/${did}/resolve`, { agent_id: "mallory" });
+    const did = (await f.api.get(`/api/rooms/${room}/context`)).body.discrepancies[0].id;
+    const stranger = await f.api.post(`/api/rooms/${room}/discrepancies/${did}/resolve`, { agent_id: "mallory" });
     assert.equal(stranger.status, 403);
-    const byOwner = await api.post(`/api/rooms/${room}/discrepancies/${did}/resolve`, { agent_id: "alice" });
+    const byOwner = await f.api.post(`/api/rooms/${room}/discrepancies/${did}/resolve`, { agent_id: "alice" });
     assert.equal(byOwner.status, 200);
     assert.equal(byOwner.body.status, "resolved");
     assert.equal(byOwner.body.resolved_by, "alice");
-    assert.equal((await api.post(`/api/rooms/${room}/discrepancies/9999/resolve`, {}, { authorization: `Bearer ${owner.owner_token}` })).status, 404);
+    assert.equal((await f.api.post(`/api/rooms/${room}/discrepancies/9999/resolve`, {}, { authorization: `Bearer ${owner.owner_token}` })).status, 404);
   });
 });
 
@@ -224,17 +218,17 @@ describe("the ledger is part of the verifiable history", () => {
     await revise(room, tid, "bob", "confirm");
     await revise(room, tid, "carol", "confirm");
     await revise(room, tid, "dave", "contradict", "later");
-    const hash = (await api.get(`/api/rooms/${room}/context`)).body.context_hash;
-    await api.post(`/api/rooms/${room}/handshake`, { agent_id: "bob", context_hash: hash });
-    const clean = await api.post(`/api/rooms/${room}/verify`, {});
+    const hash = (await f.api.get(`/api/rooms/${room}/context`)).body.context_hash;
+    await f.api.post(`/api/rooms/${room}/handshake`, { agent_id: "bob", context_hash: hash });
+    const clean = await f.api.post(`/api/rooms/${room}/verify`, {});
     assert.equal(clean.body.verdict, "CLEAN", clean.body.explanation);
     assert.equal(clean.body.details.projections.threads, 1);
 
     const { default: Database } = await import("better-sqlite3");
-    const db = new Database(`${server.svc.config.dataDir}/parley.db`);
+    const db = new Database(`${f.server.svc.config.dataDir}/parley.db`);
     db.prepare("UPDATE threads SET status = 'agreed' WHERE room = ? AND id = ?").run(room, tid);
     db.close();
-    const refuted = await api.post(`/api/rooms/${room}/verify`, {});
+    const refuted = await f.api.post(`/api/rooms/${room}/verify`, {});
     assert.equal(refuted.body.verdict, "REFUTED");
     assert.deepEqual(refuted.body.failures.map((f: { seq: number; type: string }) => [f.seq, f.type]), [[tid, "projection"]]);
   });

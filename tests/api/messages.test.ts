@@ -1,7 +1,6 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { client, startTestServer } from "../helpers/server";
-import type { RunningServer } from "../../server";
+import { startApi, type TestApi } from "../helpers/server";
 import { eventFromRow } from "../../lib/services/events";
 import { eventLeafHash, ZERO_HASH_HEX } from "../../lib/log/event";
 import { base64ToBytes, bytesToHex, hexToBytes, utf8 } from "../../lib/log/bytes";
@@ -10,18 +9,13 @@ import { parseCheckpoint, verifyCheckpoint } from "../../lib/log/checkpoint";
 import { nobleVerify } from "../../lib/log/ed25519";
 
 const CAP = 100;
-let server: RunningServer;
-let api: ReturnType<typeof client>;
-
-before(async () => {
-  server = await startTestServer({ PARLEY_ROOM_MESSAGE_CAP: String(CAP) });
-  api = client(server.url);
-});
-after(() => server.close());
+let f: TestApi;
+before(async () => (f = await startApi({ PARLEY_ROOM_MESSAGE_CAP: String(CAP) })));
+after(() => f.close());
 
 /** Recomputes every leaf hash and prev link of a room from its stored events. */
 function checkChain(room: string) {
-  const rows = server.svc.store.listEvents(room, 0, 100_000);
+  const rows = f.server.svc.store.listEvents(room, 0, 100_000);
   let prev = ZERO_HASH_HEX;
   rows.forEach((row, i) => {
     assert.equal(row.seq, i + 1, "seq has no gaps");
@@ -30,7 +24,7 @@ function checkChain(room: string) {
     assert.equal(row.leafHash, leaf, `leaf hash of ${row.seq}`);
     prev = leaf;
   });
-  const head = server.svc.store.getRoom(room)!;
+  const head = f.server.svc.store.getRoom(room)!;
   assert.equal(head.headSize, rows.length);
   assert.equal(head.headRoot, Buffer.from(rootOf(rows.map((r) => hexToBytes(r.leafHash)))).toString("base64"));
   return rows;
@@ -38,8 +32,8 @@ function checkChain(room: string) {
 
 describe("POST /api/rooms/{id}/messages", () => {
   test("stores the message and answers with a receipt signed by the server key", async () => {
-    const room = await api.room();
-    const r = await api.say(room.uuid, "  ann  ", "Hello **world**", { memory_root: "abc" });
+    const room = await f.api.room();
+    const r = await f.api.say(room.uuid, "  ann  ", "Hello **world**", { memory_root: "abc" });
     assert.equal(r.status, 201);
     assert.equal(r.body.id, 2);
     assert.equal(r.body.agent_id, "ann", "agent_id is trimmed");
@@ -50,9 +44,9 @@ describe("POST /api/rooms/{id}/messages", () => {
     assert.equal(r.body.receipt.seq, 2);
     assert.equal(r.body.receipt.leaf_hash, r.body.hash);
 
-    const key = await api.get("/api/server-key");
+    const key = await f.api.get("/api/server-key");
     assert.equal(key.body.alg, "ed25519");
-    const compat = await api.get("/api/arbiter/pubkey");
+    const compat = await f.api.get("/api/arbiter/pubkey");
     assert.deepEqual(compat.body, key.body);
     const verified = verifyCheckpoint(r.body.receipt.checkpoint, { keyName: key.body.key_name, pubkey: hexToBytes(key.body.pubkey_hex) }, nobleVerify);
     assert.equal(verified.ok, true, "checkpoint verifies with @noble/ed25519");
@@ -62,14 +56,14 @@ describe("POST /api/rooms/{id}/messages", () => {
     const tampered = r.body.receipt.checkpoint.replace("\n2\n", "\n3\n");
     assert.equal(verifyCheckpoint(tampered, { keyName: key.body.key_name, pubkey: hexToBytes(key.body.pubkey_hex) }, nobleVerify).ok, false);
     assert.ok(nobleVerify(hexToBytes(key.body.pubkey_hex), utf8(parsed.body), parsed.signatures[0]!.signature));
-    assert.equal(bytesToHex(base64ToBytes(server.svc.store.getRoom(room.uuid)!.headRoot)), bytesToHex(parsed.root));
+    assert.equal(bytesToHex(base64ToBytes(f.server.svc.store.getRoom(room.uuid)!.headRoot)), bytesToHex(parsed.root));
     checkChain(room.uuid);
   });
 
   test("text and agent_id limits, exactly and one over", async () => {
-    const room = await api.room();
-    assert.equal((await api.say(room.uuid, "a", "t".repeat(10_000))).status, 201);
-    assert.equal((await api.say(room.uuid, "a".repeat(100), "ok")).status, 201);
+    const room = await f.api.room();
+    assert.equal((await f.api.say(room.uuid, "a", "t".repeat(10_000))).status, 201);
+    assert.equal((await f.api.say(room.uuid, "a".repeat(100), "ok")).status, 201);
     const cases: [Record<string, unknown>, string][] = [
       [{ agent_id: "a", text: "t".repeat(10_001) }, "text"],
       [{ agent_id: "a", text: "" }, "text"],
@@ -88,43 +82,43 @@ describe("POST /api/rooms/{id}/messages", () => {
       [{ agent_id: "a", text: "x", memory_root: 5 }, "memory_root"],
     ];
     for (const [body, field] of cases) {
-      const r = await api.post(`/api/rooms/${room.uuid}/messages`, body);
+      const r = await f.api.post(`/api/rooms/${room.uuid}/messages`, body);
       assert.equal(r.status, 400, JSON.stringify(body).slice(0, 80));
       assert.equal(r.body.code, "validation_error");
       assert.ok(r.body.detail.startsWith(`${field}: `), r.body.detail);
     }
-    const info = await api.get(`/api/rooms/${room.uuid}`);
+    const info = await f.api.get(`/api/rooms/${room.uuid}`);
     assert.equal(info.body.message_count, 2, "rejected posts stored nothing");
     checkChain(room.uuid);
   });
 
   test("reply_to an existing message is kept", async () => {
-    const room = await api.room();
-    const first = await api.say(room.uuid, "a", "question");
-    const reply = await api.say(room.uuid, "b", "answer", { reply_to: first.body.id });
+    const room = await f.api.room();
+    const first = await f.api.say(room.uuid, "a", "question");
+    const reply = await f.api.say(room.uuid, "b", "answer", { reply_to: first.body.id });
     assert.equal(reply.status, 201);
     assert.equal(reply.body.reply_to, first.body.id);
   });
 
   test("unknown, malformed and expired rooms", async () => {
-    const unknown = await api.say("3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23", "a", "x");
+    const unknown = await f.api.say("3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23", "a", "x");
     assert.equal(unknown.status, 404);
     assert.equal(unknown.body.code, "room_not_found");
-    const bad = await api.say("nope", "a", "x");
+    const bad = await f.api.say("nope", "a", "x");
     assert.equal(bad.status, 400);
     assert.equal(bad.body.code, "invalid_uuid");
   });
 
   test("60 concurrent posts into a room at cap−20: exactly the cap is stored, the rest 429 room_full", async () => {
-    const room = await api.room();
-    for (let i = 0; i < CAP - 20; i++) await api.say(room.uuid, `seed${i % 5}`, `seed ${i}`);
-    const results = await Promise.all(Array.from({ length: 60 }, (_, i) => api.say(room.uuid, `racer${i}`, `race ${i}`)));
+    const room = await f.api.room();
+    for (let i = 0; i < CAP - 20; i++) await f.api.say(room.uuid, `seed${i % 5}`, `seed ${i}`);
+    const results = await Promise.all(Array.from({ length: 60 }, (_, i) => f.api.say(room.uuid, `racer${i}`, `race ${i}`)));
     const created = results.filter((r) => r.status === 201);
     const full = results.filter((r) => r.status === 429);
     assert.equal(created.length, 20);
     assert.equal(full.length, 40);
     for (const r of full) assert.equal(r.body.code, "room_full");
-    const info = await api.get(`/api/rooms/${room.uuid}`);
+    const info = await f.api.get(`/api/rooms/${room.uuid}`);
     assert.equal(info.body.message_count, CAP);
     const rows = checkChain(room.uuid);
     assert.equal(rows.length, CAP + 1);
@@ -135,57 +129,57 @@ describe("POST /api/rooms/{id}/messages", () => {
 describe("GET /api/rooms/{id}/messages", () => {
   let room: string;
   before(async () => {
-    room = (await api.room()).uuid;
-    for (let i = 1; i <= 7; i++) await api.say(room, i % 2 ? "odd" : "even", `m${i}`);
+    room = (await f.api.room()).uuid;
+    for (let i = 1; i <= 7; i++) await f.api.say(room, i % 2 ? "odd" : "even", `m${i}`);
   });
 
   test("without since: the oldest page; since pages forward exclusively", async () => {
-    const first = await api.get(`/api/rooms/${room}/messages?limit=3`);
+    const first = await f.api.get(`/api/rooms/${room}/messages?limit=3`);
     assert.deepEqual(first.body.messages.map((m: { text: string }) => m.text), ["m1", "m2", "m3"]);
     assert.equal(first.body.has_more, true);
-    const next = await api.get(`/api/rooms/${room}/messages?since=${first.body.next_since}&limit=3`);
+    const next = await f.api.get(`/api/rooms/${room}/messages?since=${first.body.next_since}&limit=3`);
     assert.deepEqual(next.body.messages.map((m: { text: string }) => m.text), ["m4", "m5", "m6"]);
-    const last = await api.get(`/api/rooms/${room}/messages?since=${next.body.next_since}&limit=3`);
+    const last = await f.api.get(`/api/rooms/${room}/messages?since=${next.body.next_since}&limit=3`);
     assert.deepEqual(last.body.messages.map((m: { text: string }) => m.text), ["m7"]);
     assert.equal(last.body.has_more, false);
-    const empty = await api.get(`/api/rooms/${room}/messages?since=${last.body.next_since}`);
+    const empty = await f.api.get(`/api/rooms/${room}/messages?since=${last.body.next_since}`);
     assert.deepEqual(empty.body.messages, []);
     assert.equal(empty.body.next_since, last.body.next_since, "the cursor never goes backwards");
   });
 
   test("tail gives the newest N, oldest first", async () => {
-    const r = await api.get(`/api/rooms/${room}/messages?tail=2`);
+    const r = await f.api.get(`/api/rooms/${room}/messages?tail=2`);
     assert.deepEqual(r.body.messages.map((m: { text: string }) => m.text), ["m6", "m7"]);
     assert.equal(r.body.has_more, true);
   });
 
   test("limit: below 1 is 400, above 500 is clamped, non-numbers are 400; wait above 30 is 400", async () => {
     for (const q of ["limit=0", "limit=-1", "limit=x", "since=-1", "since=1.5", "wait=31", "wait=-1", "wait=soon", "tail=0"]) {
-      const r = await api.get(`/api/rooms/${room}/messages?${q}`);
+      const r = await f.api.get(`/api/rooms/${room}/messages?${q}`);
       assert.equal(r.status, 400, q);
       assert.equal(r.body.code, "validation_error");
     }
-    assert.equal((await api.get(`/api/rooms/${room}/messages?limit=501`)).status, 200);
-    assert.equal((await api.get(`/api/rooms/${room}/messages?wait=30&since=0`)).status, 200);
+    assert.equal((await f.api.get(`/api/rooms/${room}/messages?limit=501`)).status, 200);
+    assert.equal((await f.api.get(`/api/rooms/${room}/messages?wait=30&since=0`)).status, 200);
   });
 
   test("long-poll returns at once when something newer exists", async () => {
     const t0 = performance.now();
-    const r = await api.get(`/api/rooms/${room}/messages?since=0&wait=10`);
+    const r = await f.api.get(`/api/rooms/${room}/messages?since=0&wait=10`);
     assert.ok(performance.now() - t0 < 2000);
     assert.equal(r.body.messages.length, 7);
   });
 
   test("long-poll wakes on a post and returns the new message", async () => {
-    const head = (await api.get(`/api/rooms/${room}/messages?tail=1`)).body.next_since;
+    const head = (await f.api.get(`/api/rooms/${room}/messages?tail=1`)).body.next_since;
     let returnedAt = 0;
-    const poll = api.get(`/api/rooms/${room}/messages?since=${head}&wait=20`).then((r) => {
+    const poll = f.api.get(`/api/rooms/${room}/messages?since=${head}&wait=20`).then((r) => {
       returnedAt = performance.now();
       return r;
     });
     await new Promise((r) => setTimeout(r, 200));
     const postedAt = performance.now();
-    await api.say(room, "late", "wake up");
+    await f.api.say(room, "late", "wake up");
     const r = await poll;
     assert.deepEqual(r.body.messages.map((m: { text: string }) => m.text), ["wake up"]);
     // Delivery time is measured by `npm run bench`; here we only check it did not wait out the timeout.
@@ -193,8 +187,8 @@ describe("GET /api/rooms/{id}/messages", () => {
   });
 
   test("long-poll with nothing new returns an empty page after the wait", async () => {
-    const head = (await api.get(`/api/rooms/${room}/messages?tail=1`)).body.next_since;
-    const r = await api.get(`/api/rooms/${room}/messages?since=${head}&wait=0.3`);
+    const head = (await f.api.get(`/api/rooms/${room}/messages?tail=1`)).body.next_since;
+    const r = await f.api.get(`/api/rooms/${room}/messages?since=${head}&wait=0.3`);
     assert.equal(r.status, 200);
     assert.deepEqual(r.body.messages, []);
     assert.equal(r.body.next_since, head);

@@ -1,23 +1,17 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { client, startTestServer } from "../helpers/server";
-import type { RunningServer } from "../../server";
+import { startApi, type TestApi } from "../helpers/server";
 
-let server: RunningServer;
-let api: ReturnType<typeof client>;
-
-before(async () => {
-  server = await startTestServer({ PARLEY_ADMIN_TOKEN: "admin-token-for-tests-0123456789" });
-  api = client(server.url);
-});
-after(() => server.close());
+let f: TestApi;
+before(async () => (f = await startApi({ PARLEY_ADMIN_TOKEN: "admin-token-for-tests-0123456789" })));
+after(() => f.close());
 
 describe("POST /api/rooms", () => {
   test("creates a room with defaults and an owner token shown once", async () => {
-    const r = await api.post("/api/rooms", {});
+    const r = await f.api.post("/api/rooms", {});
     assert.equal(r.status, 201);
     assert.match(r.body.uuid, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    assert.equal(r.body.url, `${server.url}/${r.body.uuid}`);
+    assert.equal(r.body.url, `${f.url}/${r.body.uuid}`);
     assert.equal(r.body.description, "");
     assert.equal(r.body.is_public, false);
     assert.equal(r.body.protocol_mode, "standard");
@@ -25,16 +19,16 @@ describe("POST /api/rooms", () => {
     assert.match(r.body.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     assert.equal(Date.parse(r.body.expires_at) - Date.parse(r.body.created_at), 72 * 3600 * 1000);
     assert.ok(r.body.owner_token.length >= 24);
-    const info = await api.get(`/api/rooms/${r.body.uuid}`);
+    const info = await f.api.get(`/api/rooms/${r.body.uuid}`);
     assert.equal(info.body.owner_token, undefined, "the owner token is never shown again");
     assert.equal(info.body.head.size, 1, "room.created is event 1");
   });
 
   test("trims the description and accepts exactly 500 characters", async () => {
-    const ok = await api.post("/api/rooms", { description: `  ${"d".repeat(500)}  ` });
+    const ok = await f.api.post("/api/rooms", { description: `  ${"d".repeat(500)}  ` });
     assert.equal(ok.status, 201);
     assert.equal(ok.body.description, "d".repeat(500));
-    const tooLong = await api.post("/api/rooms", { description: "d".repeat(501) });
+    const tooLong = await f.api.post("/api/rooms", { description: "d".repeat(501) });
     assert.equal(tooLong.status, 400);
     assert.equal(tooLong.body.code, "validation_error");
     assert.match(tooLong.body.detail, /^description: /);
@@ -47,7 +41,7 @@ describe("POST /api/rooms", () => {
       [{ protocol_mode: "gold" }, "protocol_mode"],
       [{ mode: "chaos" }, "mode"],
     ] as const) {
-      const r = await api.post("/api/rooms", body);
+      const r = await f.api.post("/api/rooms", body);
       assert.equal(r.status, 400, JSON.stringify(body));
       assert.equal(r.body.code, "validation_error");
       assert.ok(r.body.detail.startsWith(`${field}: `), r.body.detail);
@@ -55,16 +49,16 @@ describe("POST /api/rooms", () => {
   });
 
   test("a premium room without an arbiter configured is 503 arbiter_unavailable", async () => {
-    const r = await api.post("/api/rooms", { protocol_mode: "premium" });
+    const r = await f.api.post("/api/rooms", { protocol_mode: "premium" });
     assert.equal(r.status, 503);
     assert.equal(r.body.code, "arbiter_unavailable");
   });
 
   test("malformed JSON is 400 invalid_json and a non-object body is a validation error", async () => {
-    const bad = await api.post("/api/rooms", "{not json");
+    const bad = await f.api.post("/api/rooms", "{not json");
     assert.equal(bad.status, 400);
     assert.equal(bad.body.code, "invalid_json");
-    const arr = await api.post("/api/rooms", "[1,2]");
+    const arr = await f.api.post("/api/rooms", "[1,2]");
     assert.equal(arr.status, 400);
     assert.equal(arr.body.code, "validation_error");
   });
@@ -72,9 +66,9 @@ describe("POST /api/rooms", () => {
   test("bodies over 64 KiB are 413 payload_too_large; 64 KiB exactly is read", async () => {
     const pad = (n: number) => JSON.stringify({ description: "x", pad: "p".repeat(n) });
     const base = pad(0).length;
-    const exact = await api.post("/api/rooms", pad(64 * 1024 - base));
+    const exact = await f.api.post("/api/rooms", pad(64 * 1024 - base));
     assert.equal(exact.status, 201);
-    const over = await api.post("/api/rooms", pad(64 * 1024 - base + 1));
+    const over = await f.api.post("/api/rooms", pad(64 * 1024 - base + 1));
     assert.equal(over.status, 413);
     assert.equal(over.body.code, "payload_too_large");
   });
@@ -82,28 +76,28 @@ describe("POST /api/rooms", () => {
 
 describe("GET /api/rooms/{id}", () => {
   test("accepts an upper-case id and normalises it", async () => {
-    const room = await api.room({ description: "case" });
-    const r = await api.get(`/api/rooms/${room.uuid.toUpperCase()}`);
+    const room = await f.api.room({ description: "case" });
+    const r = await f.api.get(`/api/rooms/${room.uuid.toUpperCase()}`);
     assert.equal(r.status, 200);
     assert.equal(r.body.uuid, room.uuid);
   });
 
   test("a malformed id is 400 invalid_uuid; an unknown one is 404 room_not_found", async () => {
-    const bad = await api.get("/api/rooms/not-a-uuid");
+    const bad = await f.api.get("/api/rooms/not-a-uuid");
     assert.equal(bad.status, 400);
     assert.equal(bad.body.code, "invalid_uuid");
-    const unknown = await api.get("/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23");
+    const unknown = await f.api.get("/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23");
     assert.equal(unknown.status, 404);
     assert.equal(unknown.body.code, "room_not_found");
     assert.equal(typeof unknown.body.detail, "string");
   });
 
   test("reports counts, status and the log head", async () => {
-    const room = await api.room({ description: "counts" });
-    await api.say(room.uuid, "ann", "one");
-    await api.say(room.uuid, "bob", "two");
-    await api.say(room.uuid, "ann", "three");
-    const r = await api.get(`/api/rooms/${room.uuid}`);
+    const room = await f.api.room({ description: "counts" });
+    await f.api.say(room.uuid, "ann", "one");
+    await f.api.say(room.uuid, "bob", "two");
+    await f.api.say(room.uuid, "ann", "three");
+    const r = await f.api.get(`/api/rooms/${room.uuid}`);
     assert.equal(r.body.message_count, 3);
     assert.equal(r.body.agent_count, 2);
     assert.equal(r.body.status, "open");
@@ -117,45 +111,45 @@ describe("GET /api/rooms/{id}", () => {
 describe("GET /api/rooms (public list)", () => {
   test("lists only public rooms, searches descriptions, sorts and pages", async () => {
     const tag = `zq${Date.now()}`;
-    const a = await api.room({ description: `${tag} alpha`, is_public: true });
-    const b = await api.room({ description: `${tag} beta`, is_public: true });
-    await api.room({ description: `${tag} private`, is_public: false });
-    await api.say(b.uuid, "x", "hi");
-    await api.say(b.uuid, "y", "hi");
-    await api.say(a.uuid, "x", "hi");
+    const a = await f.api.room({ description: `${tag} alpha`, is_public: true });
+    const b = await f.api.room({ description: `${tag} beta`, is_public: true });
+    await f.api.room({ description: `${tag} private`, is_public: false });
+    await f.api.say(b.uuid, "x", "hi");
+    await f.api.say(b.uuid, "y", "hi");
+    await f.api.say(a.uuid, "x", "hi");
 
-    const all = await api.get(`/api/rooms?q=${tag}`);
+    const all = await f.api.get(`/api/rooms?q=${tag}`);
     assert.equal(all.status, 200);
     assert.equal(all.body.total, 2);
     assert.deepEqual(new Set(all.body.rooms.map((r: { uuid: string }) => r.uuid)), new Set([a.uuid, b.uuid]));
 
-    const byMessages = await api.get(`/api/rooms?q=${tag}&sort=messages`);
+    const byMessages = await f.api.get(`/api/rooms?q=${tag}&sort=messages`);
     assert.deepEqual(byMessages.body.rooms.map((r: { uuid: string }) => r.uuid), [b.uuid, a.uuid]);
-    const byAgents = await api.get(`/api/rooms?q=${tag}&sort=agents`);
+    const byAgents = await f.api.get(`/api/rooms?q=${tag}&sort=agents`);
     assert.equal(byAgents.body.rooms[0].agent_count, 2);
-    const active = await api.get(`/api/rooms?q=${tag}&sort=active`);
+    const active = await f.api.get(`/api/rooms?q=${tag}&sort=active`);
     assert.equal(active.body.rooms[0].uuid, a.uuid, "a had the last activity");
-    const newest = await api.get(`/api/rooms?q=${tag}&sort=new`);
+    const newest = await f.api.get(`/api/rooms?q=${tag}&sort=new`);
     assert.equal(newest.body.rooms[0].uuid, b.uuid);
 
-    const page2 = await api.get(`/api/rooms?q=${tag}&sort=new&limit=1&offset=1`);
+    const page2 = await f.api.get(`/api/rooms?q=${tag}&sort=new&limit=1&offset=1`);
     assert.equal(page2.body.rooms.length, 1);
     assert.equal(page2.body.rooms[0].uuid, a.uuid);
     assert.equal(page2.body.total, 2);
   });
 
   test("search treats % and _ literally", async () => {
-    const r = await api.get("/api/rooms?q=%25%25%25");
+    const r = await f.api.get("/api/rooms?q=%25%25%25");
     assert.equal(r.status, 200);
     assert.equal(r.body.total, 0);
   });
 
   test("limit below 1 is 400, above 200 is clamped; bad sort is 400", async () => {
-    assert.equal((await api.get("/api/rooms?limit=0")).status, 400);
-    assert.equal((await api.get("/api/rooms?limit=abc")).status, 400);
-    assert.equal((await api.get("/api/rooms?limit=201")).status, 200);
-    assert.equal((await api.get("/api/rooms?offset=-1")).status, 400);
-    const sort = await api.get("/api/rooms?sort=loudest");
+    assert.equal((await f.api.get("/api/rooms?limit=0")).status, 400);
+    assert.equal((await f.api.get("/api/rooms?limit=abc")).status, 400);
+    assert.equal((await f.api.get("/api/rooms?limit=201")).status, 200);
+    assert.equal((await f.api.get("/api/rooms?offset=-1")).status, 400);
+    const sort = await f.api.get("/api/rooms?sort=loudest");
     assert.equal(sort.status, 400);
     assert.match(sort.body.detail, /^sort: /);
   });
@@ -163,50 +157,50 @@ describe("GET /api/rooms (public list)", () => {
 
 describe("owner actions", () => {
   test("close makes the room read-only (409 room_closed) and reopen restores it", async () => {
-    const room = await api.room();
+    const room = await f.api.room();
     const auth = { authorization: `Bearer ${room.owner_token}` };
-    const closed = await api.post(`/api/rooms/${room.uuid}/close`, {}, auth);
+    const closed = await f.api.post(`/api/rooms/${room.uuid}/close`, {}, auth);
     assert.equal(closed.status, 200);
     assert.equal(closed.body.status, "closed");
     assert.equal(closed.body.receipt.seq, 2);
-    const post = await api.say(room.uuid, "a", "hello?");
+    const post = await f.api.say(room.uuid, "a", "hello?");
     assert.equal(post.status, 409);
     assert.equal(post.body.code, "room_closed");
-    assert.equal((await api.get(`/api/rooms/${room.uuid}/messages`)).status, 200, "reads still work");
-    const again = await api.post(`/api/rooms/${room.uuid}/close`, {}, auth);
+    assert.equal((await f.api.get(`/api/rooms/${room.uuid}/messages`)).status, 200, "reads still work");
+    const again = await f.api.post(`/api/rooms/${room.uuid}/close`, {}, auth);
     assert.equal(again.body.receipt, null, "closing twice adds no event");
-    const reopened = await api.post(`/api/rooms/${room.uuid}/reopen`, {}, auth);
+    const reopened = await f.api.post(`/api/rooms/${room.uuid}/reopen`, {}, auth);
     assert.equal(reopened.body.status, "open");
-    assert.equal((await api.say(room.uuid, "a", "back")).status, 201);
+    assert.equal((await f.api.say(room.uuid, "a", "back")).status, 201);
   });
 
   test("close without or with a wrong token is 403 not_owner and changes nothing", async () => {
-    const room = await api.room();
-    const none = await api.post(`/api/rooms/${room.uuid}/close`);
+    const room = await f.api.room();
+    const none = await f.api.post(`/api/rooms/${room.uuid}/close`);
     assert.equal(none.status, 403);
     assert.equal(none.body.code, "not_owner");
-    const wrong = await api.post(`/api/rooms/${room.uuid}/close`, {}, { authorization: "Bearer nope" });
+    const wrong = await f.api.post(`/api/rooms/${room.uuid}/close`, {}, { authorization: "Bearer nope" });
     assert.equal(wrong.status, 403);
-    const info = await api.get(`/api/rooms/${room.uuid}`);
+    const info = await f.api.get(`/api/rooms/${room.uuid}`);
     assert.equal(info.body.status, "open");
     assert.equal(info.body.head.size, 1);
   });
 
   test("delete removes the room for the owner or the admin", async () => {
-    const room = await api.room();
-    assert.equal((await api.del(`/api/rooms/${room.uuid}`, { authorization: "Bearer wrong" })).status, 403);
-    const gone = await api.del(`/api/rooms/${room.uuid}`, { authorization: `Bearer ${room.owner_token}` });
+    const room = await f.api.room();
+    assert.equal((await f.api.del(`/api/rooms/${room.uuid}`, { authorization: "Bearer wrong" })).status, 403);
+    const gone = await f.api.del(`/api/rooms/${room.uuid}`, { authorization: `Bearer ${room.owner_token}` });
     assert.equal(gone.status, 200);
-    assert.equal((await api.get(`/api/rooms/${room.uuid}`)).status, 404);
-    assert.equal((await api.del(`/api/rooms/${room.uuid}`, { authorization: `Bearer ${room.owner_token}` })).status, 404);
+    assert.equal((await f.api.get(`/api/rooms/${room.uuid}`)).status, 404);
+    assert.equal((await f.api.del(`/api/rooms/${room.uuid}`, { authorization: `Bearer ${room.owner_token}` })).status, 404);
 
-    const other = await api.room();
-    const admin = await api.del(`/api/rooms/${other.uuid}`, { authorization: "Bearer admin-token-for-tests-0123456789" });
+    const other = await f.api.room();
+    const admin = await f.api.del(`/api/rooms/${other.uuid}`, { authorization: "Bearer admin-token-for-tests-0123456789" });
     assert.equal(admin.status, 200);
   });
 
   test("owner actions on an unknown room are 404", async () => {
-    const r = await api.post("/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23/close", {}, { authorization: "Bearer x" });
+    const r = await f.api.post("/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23/close", {}, { authorization: "Bearer x" });
     assert.equal(r.status, 404);
   });
 });

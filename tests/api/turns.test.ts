@@ -2,32 +2,27 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import readline from "node:readline";
-import { client, ManualClock, startTestServer } from "../helpers/server";
+import { ManualClock, startApi, type TestApi } from "../helpers/server";
 import { testAgent } from "../helpers/agent";
-import type { RunningServer } from "../../server";
 import { sweepTurns } from "../../lib/services/turns";
 import { turnRuleViolations } from "../../lib/domain/turns";
 
-let server: RunningServer;
-let api: Api;
+let f: TestApi;
 // A second server whose clock the tests move (timeouts, delays, leases, expiry).
 const clock = new ManualClock(Date.now());
-let timed: RunningServer;
-let tapi: Api;
+let timed: TestApi;
 
 before(async () => {
-  server = await startTestServer();
-  api = client(server.url);
+  f = await startApi();
   // The turn timer is off (1 h) on this one: the tests sweep by hand when they move the clock.
-  timed = await startTestServer({ PARLEY_TURN_SWEEP_INTERVAL: "1h" }, { clock });
-  tapi = client(timed.url);
+  timed = await startApi({ PARLEY_TURN_SWEEP_INTERVAL: "1h" }, { clock });
 });
 after(async () => {
-  await server.close();
+  await f.close();
   await timed.close();
 });
 
-type Api = ReturnType<typeof client>;
+type Api = TestApi["api"];
 const base = (room: string) => `/api/rooms/${room}`;
 interface TurnView {
   id: number;
@@ -77,8 +72,8 @@ async function verdict(a: Api, room: string) {
 
 describe("turns: creation and the protocol card", () => {
   test("a turns room opens with a kickoff card and the first turn; GET /turns lists turns; instructions explain the protocol", async () => {
-    const { uuid: room } = await turnsRoom(api, { participants: ["ana", "ben", "cy"], first: "ben", max_rounds: 4, turn_timeout_s: 60, delay_s: 0 });
-    const s = await state(api, room);
+    const { uuid: room } = await turnsRoom(f.api, { participants: ["ana", "ben", "cy"], first: "ben", max_rounds: 4, turn_timeout_s: 60, delay_s: 0 });
+    const s = await state(f.api, room);
     assert.equal(s.status, "active");
     assert.equal(s.round, 1);
     assert.equal(s.max_rounds, 4);
@@ -86,19 +81,19 @@ describe("turns: creation and the protocol card", () => {
     assert.equal(s.current.agent_id, "ben");
     assert.equal(s.current.phase, "dialogue");
     assert.equal(s.current.status, "ready");
-    const msgs = (await api.get(`${base(room)}/messages`)).body.messages;
+    const msgs = (await f.api.get(`${base(room)}/messages`)).body.messages;
     assert.equal(msgs.length, 1);
     assert.equal(msgs[0].agent_id, "server");
     assert.match(msgs[0].text, /Turns protocol/);
     assert.match(msgs[0].text, /`ben`, `cy`, `ana`/);
     assert.match(msgs[0].text, /4 rounds/);
-    const info = (await api.get(base(room))).body;
+    const info = (await f.api.get(base(room))).body;
     assert.equal(info.mode, "turns");
     assert.equal(info.agent_count, 0, "the server's card is not an agent");
-    const md = await fetch(`${server.url}/${room}`, { headers: { accept: "text/markdown" } }).then((r) => r.text());
+    const md = await fetch(`${f.url}/${room}`, { headers: { accept: "text/markdown" } }).then((r) => r.text());
     assert.match(md, /## This is a turns room/);
     assert.match(md, /turns\/mine\?agent_id=YOU&wait=30/);
-    const all = (await api.get(`${base(room)}/turns`)).body;
+    const all = (await f.api.get(`${base(room)}/turns`)).body;
     assert.equal(all.turns.length, 1);
   });
 
@@ -128,7 +123,7 @@ describe("turns: creation and the protocol card", () => {
       [{ mode: "turns", turns: { participants: ["a", "b"], colour: "red" } }, /colour/],
     ];
     for (const [body, detail] of bad) {
-      const r = await api.post("/api/rooms", body);
+      const r = await f.api.post("/api/rooms", body);
       assert.equal(r.status, 400, JSON.stringify(body));
       assert.equal(r.body.code, "validation_error");
       assert.match(r.body.detail, detail, JSON.stringify(body));
@@ -137,53 +132,53 @@ describe("turns: creation and the protocol card", () => {
       { participants: ["a", "b"], max_rounds: 1, turn_timeout_s: 10, delay_s: 0, absent_after: 1 },
       { participants: ["a", "b", "c", "d", "e", "f", "g", "h"], max_rounds: 200, turn_timeout_s: 86400, delay_s: 3600, absent_after: 10, policy: "supervisor", supervisor: "h" },
     ];
-    for (const turns of edges) assert.equal((await api.post("/api/rooms", { mode: "turns", turns })).status, 201, JSON.stringify(turns));
+    for (const turns of edges) assert.equal((await f.api.post("/api/rooms", { mode: "turns", turns })).status, 201, JSON.stringify(turns));
   });
 });
 
 describe("turns: conversations", () => {
   test("three agents complete a conversation; consensus rejected once, then reached; verify CLEAN, then REFUTED after a turn row is edited", async () => {
-    const { uuid: room } = await turnsRoom(api, { participants: ["ana", "ben", "cy"] });
-    const first = await take(api, room, "ana");
+    const { uuid: room } = await turnsRoom(f.api, { participants: ["ana", "ben", "cy"] });
+    const first = await take(f.api, room, "ana");
     assert.equal(first.claimed.input_messages.length, 1, "ana's first turn hands over the kickoff card");
     assert.equal(first.replied.next.agent_id, "ben");
-    const b = await take(api, room, "ben", "pass");
+    const b = await take(f.api, room, "ben", "pass");
     assert.deepEqual(b.claimed.input_messages.map((m: { agent_id: string }) => m.agent_id), ["server", "ana"], "ben sees what came before his first turn");
-    await take(api, room, "cy");
+    await take(f.api, room, "cy");
     // Round 2: ana's input is what ben and cy said since her last turn.
-    const a2 = await take(api, room, "ana", "complete", "I think we are done.");
+    const a2 = await take(f.api, room, "ana", "complete", "I think we are done.");
     assert.equal(a2.turn.round, 2);
     assert.deepEqual(a2.claimed.input_messages.map((m: { agent_id: string }) => m.agent_id), ["ben", "cy"]);
     assert.equal(a2.replied.next.phase, "confirm");
     assert.equal(a2.replied.next.agent_id, "ben");
-    let s = await state(api, room);
+    let s = await state(f.api, room);
     assert.deepEqual(s.proposal, { by: "ana", turn_id: a2.turn.id, pending: ["ben", "cy"], confirmed: [] });
-    await take(api, room, "ben", "complete", "Agreed.");
-    const rejected = await take(api, room, "cy", "continue", "Not yet: one open point.");
+    await take(f.api, room, "ben", "complete", "Agreed.");
+    const rejected = await take(f.api, room, "cy", "continue", "Not yet: one open point.");
     assert.equal(rejected.replied.next.phase, "dialogue");
     assert.equal(rejected.replied.next.agent_id, "ana", "the dialogue resumes after the rejecter");
     assert.equal(rejected.replied.next.round, 3, "after the last slot the round advances");
-    assert.equal((await state(api, room)).proposal, null);
-    await take(api, room, "ana");
-    await take(api, room, "ben", "complete", "Settled now?");
-    s = await state(api, room);
+    assert.equal((await state(f.api, room)).proposal, null);
+    await take(f.api, room, "ana");
+    await take(f.api, room, "ben", "complete", "Settled now?");
+    s = await state(f.api, room);
     assert.deepEqual(s.proposal.pending, ["cy", "ana"]);
-    await take(api, room, "cy", "complete");
-    const done = await take(api, room, "ana", "complete");
+    await take(f.api, room, "cy", "complete");
+    const done = await take(f.api, room, "ana", "complete");
     assert.equal(done.replied.room_status, "completed");
     assert.equal(done.replied.next, null);
-    s = await state(api, room);
+    s = await state(f.api, room);
     assert.equal(s.status, "completed");
     assert.equal(s.current, null);
     // Completed rooms are read-only.
-    assert.equal((await api.say(room, "ana", "one more thing")).body.code, "room_closed");
-    const reopen = await api.post(`${base(room)}/reopen`, {}, owner((await api.get(base(room))).body.owner_token ?? ""));
+    assert.equal((await f.api.say(room, "ana", "one more thing")).body.code, "room_closed");
+    const reopen = await f.api.post(`${base(room)}/reopen`, {}, owner((await f.api.get(base(room))).body.owner_token ?? ""));
     assert.notEqual(reopen.status, 200);
 
-    const v = await verdict(api, room);
+    const v = await verdict(f.api, room);
     assert.equal(v.verdict, "CLEAN", v.explanation + JSON.stringify(v.failures));
     assert.equal(v.details.projections.turns, 10);
-    const bundle = (await api.get(`${base(room)}/export`)).body;
+    const bundle = (await f.api.get(`${base(room)}/export`)).body;
     const types = bundle.events.map((e: { type: string }) => e.type);
     for (const t of ["turn.opened", "turn.claimed", "turn.done", "completion.proposed", "completion.confirmed", "completion.rejected", "room.completed"]) {
       assert.ok(types.includes(t), `${t} is logged`);
@@ -205,129 +200,129 @@ describe("turns: conversations", () => {
     assert.deepEqual(edited((ev) => ev.splice(ev.findLastIndex((e) => e.type === "completion.confirmed"), 1)), completed.seq, "completion without every confirmation");
 
     const { default: Database } = await import("better-sqlite3");
-    const db = new Database(`${server.svc.config.dataDir}/parley.db`);
+    const db = new Database(`${f.server.svc.config.dataDir}/parley.db`);
     db.prepare("UPDATE turns SET agent_id = 'cy' WHERE room = ? AND id = ?").run(room, a2.turn.id);
     db.close();
-    const refuted = await verdict(api, room);
+    const refuted = await verdict(f.api, room);
     assert.equal(refuted.verdict, "REFUTED");
     assert.deepEqual(refuted.failures.map((f) => [f.seq, f.type]), [[a2.turn.id, "projection"]]);
   });
 
   test("the owner cannot reopen a completed room", async () => {
-    const { uuid: room, owner_token } = await turnsRoom(api, { participants: ["a", "b"], policy: "supervisor", supervisor: "a" });
-    await take(api, room, "a", "complete");
-    const reopen = await api.post(`${base(room)}/reopen`, {}, owner(owner_token));
+    const { uuid: room, owner_token } = await turnsRoom(f.api, { participants: ["a", "b"], policy: "supervisor", supervisor: "a" });
+    await take(f.api, room, "a", "complete");
+    const reopen = await f.api.post(`${base(room)}/reopen`, {}, owner(owner_token));
     assert.equal(reopen.status, 409);
     assert.equal(reopen.body.code, "room_closed");
   });
 
   test("supervisor policy: others' complete asks the supervisor; the supervisor may skip; its complete ends the room at once", async () => {
-    const { uuid: room } = await turnsRoom(api, { participants: ["lead", "w1", "w2"], policy: "supervisor", supervisor: "lead" });
-    await take(api, room, "lead");
-    const w1 = await take(api, room, "w1", "complete");
+    const { uuid: room } = await turnsRoom(f.api, { participants: ["lead", "w1", "w2"], policy: "supervisor", supervisor: "lead" });
+    await take(f.api, room, "lead");
+    const w1 = await take(f.api, room, "w1", "complete");
     assert.equal(w1.replied.next.agent_id, "lead");
     assert.equal(w1.replied.next.phase, "confirm");
-    const rejected = await take(api, room, "lead", "continue", "No, w2 has not spoken.");
+    const rejected = await take(f.api, room, "lead", "continue", "No, w2 has not spoken.");
     assert.equal(rejected.replied.next.agent_id, "w1", "the dialogue resumes after the rejecter");
-    await take(api, room, "w1");
-    const turn = await current(api, room);
+    await take(f.api, room, "w1");
+    const turn = await current(f.api, room);
     assert.equal(turn.agent_id, "w2");
     // Only the supervisor (or the owner) may skip.
-    const notSup = await api.post(`${base(room)}/turns/${turn.id}/skip`, { agent_id: "w1" });
+    const notSup = await f.api.post(`${base(room)}/turns/${turn.id}/skip`, { agent_id: "w1" });
     assert.equal(notSup.status, 403);
     assert.equal(notSup.body.code, "forbidden");
-    const skipped = await api.post(`${base(room)}/turns/${turn.id}/skip`, { agent_id: "lead" });
+    const skipped = await f.api.post(`${base(room)}/turns/${turn.id}/skip`, { agent_id: "lead" });
     assert.equal(skipped.status, 200, JSON.stringify(skipped.body));
     assert.equal(skipped.body.current.agent_id, "lead");
-    const again = await api.post(`${base(room)}/turns/${turn.id}/skip`, { agent_id: "lead" });
+    const again = await f.api.post(`${base(room)}/turns/${turn.id}/skip`, { agent_id: "lead" });
     assert.equal(again.body.code, "invalid_transition");
-    const s = await state(api, room);
+    const s = await state(f.api, room);
     assert.equal(s.participants.find((p: { agent_id: string }) => p.agent_id === "w2").timeouts, 0, "a skip is not a timeout");
-    const end = await take(api, room, "lead", "complete");
+    const end = await take(f.api, room, "lead", "complete");
     assert.equal(end.replied.room_status, "completed");
-    assert.equal((await verdict(api, room)).verdict, "CLEAN");
+    assert.equal((await verdict(f.api, room)).verdict, "CLEAN");
   });
 
   test("max_rounds → blocked; resume needs more rounds; the owner raises them and resumes", async () => {
-    const { uuid: room, owner_token } = await turnsRoom(api, { participants: ["a", "b"], max_rounds: 2 });
-    for (const agent of ["a", "b", "a"]) await take(api, room, agent);
-    const last = await take(api, room, "b");
+    const { uuid: room, owner_token } = await turnsRoom(f.api, { participants: ["a", "b"], max_rounds: 2 });
+    for (const agent of ["a", "b", "a"]) await take(f.api, room, agent);
+    const last = await take(f.api, room, "b");
     assert.equal(last.replied.room_status, "blocked");
-    let s = await state(api, room);
+    let s = await state(f.api, room);
     assert.equal(s.reason, "max_rounds");
     assert.equal(s.current, null);
-    const mine = (await api.get(`${base(room)}/turns/mine?agent_id=a`)).body;
+    const mine = (await f.api.get(`${base(room)}/turns/mine?agent_id=a`)).body;
     assert.equal(mine.turn, null);
     assert.equal(mine.room_status, "blocked");
-    assert.equal((await api.post(`${base(room)}/turns/resume`, {})).body.code, "not_owner");
-    const early = await api.post(`${base(room)}/turns/resume`, {}, owner(owner_token));
+    assert.equal((await f.api.post(`${base(room)}/turns/resume`, {})).body.code, "not_owner");
+    const early = await f.api.post(`${base(room)}/turns/resume`, {}, owner(owner_token));
     assert.equal(early.status, 409);
     assert.match(early.body.detail, /raise max_rounds first/);
-    const lower = await api.post(`${base(room)}/turns/max-rounds`, { max_rounds: 2 }, owner(owner_token));
+    const lower = await f.api.post(`${base(room)}/turns/max-rounds`, { max_rounds: 2 }, owner(owner_token));
     assert.equal(lower.status, 400);
     assert.match(lower.body.detail, /greater than the current 2/);
-    assert.equal((await api.post(`${base(room)}/turns/max-rounds`, { max_rounds: "3" }, owner(owner_token))).status, 400);
-    assert.equal((await api.post(`${base(room)}/turns/max-rounds`, { max_rounds: 201 }, owner(owner_token))).status, 400);
-    const raised = await api.post(`${base(room)}/turns/max-rounds`, { max_rounds: 3 }, owner(owner_token));
+    assert.equal((await f.api.post(`${base(room)}/turns/max-rounds`, { max_rounds: "3" }, owner(owner_token))).status, 400);
+    assert.equal((await f.api.post(`${base(room)}/turns/max-rounds`, { max_rounds: 201 }, owner(owner_token))).status, 400);
+    const raised = await f.api.post(`${base(room)}/turns/max-rounds`, { max_rounds: 3 }, owner(owner_token));
     assert.equal(raised.status, 200, JSON.stringify(raised.body));
     assert.equal(raised.body.max_rounds, 3);
-    const resumed = await api.post(`${base(room)}/turns/resume`, {}, owner(owner_token));
+    const resumed = await f.api.post(`${base(room)}/turns/resume`, {}, owner(owner_token));
     assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
     assert.equal(resumed.body.status, "active");
     assert.equal(resumed.body.current.agent_id, "a");
     assert.equal(resumed.body.current.round, 3);
-    assert.equal((await api.post(`${base(room)}/turns/resume`, {}, owner(owner_token))).body.code, "invalid_transition");
+    assert.equal((await f.api.post(`${base(room)}/turns/resume`, {}, owner(owner_token))).body.code, "invalid_transition");
     // A blocked result blocks the room with the agent's text as the reason.
-    await take(api, room, "a", "blocked", "We need a human decision on the budget.");
-    s = await state(api, room);
+    await take(f.api, room, "a", "blocked", "We need a human decision on the budget.");
+    s = await state(f.api, room);
     assert.equal(s.status, "blocked");
     assert.equal(s.reason, "We need a human decision on the budget.");
     // A moderator note, then cancel: terminal and read-only.
-    const note = await api.post(`${base(room)}/turns/note`, { text: "Budget approved: go on." }, owner(owner_token));
+    const note = await f.api.post(`${base(room)}/turns/note`, { text: "Budget approved: go on." }, owner(owner_token));
     assert.equal(note.status, 201, JSON.stringify(note.body));
     assert.equal(note.body.agent_id, "owner");
-    assert.equal((await api.post(`${base(room)}/turns/note`, { text: "x" })).body.code, "not_owner");
-    const resumed2 = await api.post(`${base(room)}/turns/resume`, {}, owner(owner_token));
+    assert.equal((await f.api.post(`${base(room)}/turns/note`, { text: "x" })).body.code, "not_owner");
+    const resumed2 = await f.api.post(`${base(room)}/turns/resume`, {}, owner(owner_token));
     assert.equal(resumed2.body.current.agent_id, "b", "the dialogue goes on after the agent who blocked");
-    const cancelled = await api.post(`${base(room)}/turns/cancel`, { reason: "enough" }, owner(owner_token));
+    const cancelled = await f.api.post(`${base(room)}/turns/cancel`, { reason: "enough" }, owner(owner_token));
     assert.equal(cancelled.status, 200);
     assert.equal(cancelled.body.status, "cancelled");
     assert.equal(cancelled.body.current, null);
-    const all = (await api.get(`${base(room)}/turns`)).body.turns as TurnView[];
+    const all = (await f.api.get(`${base(room)}/turns`)).body.turns as TurnView[];
     assert.equal(all.at(-1)!.status, "cancelled");
-    assert.equal((await api.post(`${base(room)}/turns/cancel`, {}, owner(owner_token))).body.code, "room_closed");
-    assert.equal((await claim(api, room, all.at(-1)!.id, "b")).body.code, "room_closed");
-    assert.equal((await api.get(`${base(room)}/turns/mine?agent_id=b`)).body.room_status, "cancelled");
-    assert.equal((await verdict(api, room)).verdict, "CLEAN");
+    assert.equal((await f.api.post(`${base(room)}/turns/cancel`, {}, owner(owner_token))).body.code, "room_closed");
+    assert.equal((await claim(f.api, room, all.at(-1)!.id, "b")).body.code, "room_closed");
+    assert.equal((await f.api.get(`${base(room)}/turns/mine?agent_id=b`)).body.room_status, "cancelled");
+    assert.equal((await verdict(f.api, room)).verdict, "CLEAN");
   });
 });
 
 describe("turns: who may speak", () => {
   test("not_your_turn, not_participant, wrong or stale tokens, duplicate replies, unknown turns and rooms", async () => {
-    const { uuid: room } = await turnsRoom(api, { participants: ["a", "b"] });
-    const t1 = await current(api, room);
-    const byB = await claim(api, room, t1.id, "b");
+    const { uuid: room } = await turnsRoom(f.api, { participants: ["a", "b"] });
+    const t1 = await current(f.api, room);
+    const byB = await claim(f.api, room, t1.id, "b");
     assert.equal(byB.status, 403);
     assert.equal(byB.body.code, "not_your_turn");
     assert.match(byB.body.detail, /belongs to "a"/);
-    const byZ = await claim(api, room, t1.id, "zed");
+    const byZ = await claim(f.api, room, t1.id, "zed");
     assert.equal(byZ.status, 403);
     assert.equal(byZ.body.code, "not_participant");
     // /messages: a participant outside its claimed turn → 409; a non-participant → 403.
-    const early = await api.say(room, "a", "may I?");
+    const early = await f.api.say(room, "a", "may I?");
     assert.equal(early.status, 409);
     assert.equal(early.body.code, "not_your_turn");
     assert.match(early.body.detail, /turns\/mine/);
-    assert.equal((await api.say(room, "zed", "hi")).status, 403);
-    const c = await claim(api, room, t1.id, "a");
+    assert.equal((await f.api.say(room, "zed", "hi")).status, 403);
+    const c = await claim(f.api, room, t1.id, "a");
     assert.equal(c.status, 200);
     assert.ok(Date.parse(c.body.lease_until) > Date.now());
     // Within the claimed turn, extra messages are fine; b still may not post.
-    assert.equal((await api.say(room, "a", "a long thought, part 1")).status, 201);
-    assert.equal((await api.say(room, "b", "me too")).status, 409);
+    assert.equal((await f.api.say(room, "a", "a long thought, part 1")).status, 201);
+    assert.equal((await f.api.say(room, "b", "me too")).status, 409);
     // Wrong tokens and wrong agents → 403; bad input → 400.
-    assert.equal((await reply(api, room, t1.id, "a", "not-the-token", "continue")).status, 403);
-    assert.equal((await reply(api, room, t1.id, "b", c.body.lease_token, "continue")).body.code, "not_your_turn");
+    assert.equal((await reply(f.api, room, t1.id, "a", "not-the-token", "continue")).status, 403);
+    assert.equal((await reply(f.api, room, t1.id, "b", c.body.lease_token, "continue")).body.code, "not_your_turn");
     for (const body of [
       { agent_id: "a", lease_token: c.body.lease_token, text: "x", result: "maybe" },
       { agent_id: "a", lease_token: c.body.lease_token, text: "   ", result: "continue" },
@@ -335,249 +330,249 @@ describe("turns: who may speak", () => {
       { agent_id: "a", lease_token: 42, text: "x", result: "continue" },
       { agent_id: "a", text: "x", result: "continue" },
     ]) {
-      const r = await api.post(`${base(room)}/turns/${t1.id}/reply`, body);
+      const r = await f.api.post(`${base(room)}/turns/${t1.id}/reply`, body);
       assert.equal(r.status, 400, JSON.stringify(body));
       assert.equal(r.body.code, "validation_error");
     }
-    assert.equal((await api.post(`${base(room)}/turns/${t1.id}/reply`, "{not json")).body.code, "invalid_json");
-    assert.equal((await reply(api, room, t1.id, "a", c.body.lease_token, "continue", "x".repeat(10_000))).status, 200, "10,000 characters is the limit");
-    const dup = await reply(api, room, t1.id, "a", c.body.lease_token, "continue");
+    assert.equal((await f.api.post(`${base(room)}/turns/${t1.id}/reply`, "{not json")).body.code, "invalid_json");
+    assert.equal((await reply(f.api, room, t1.id, "a", c.body.lease_token, "continue", "x".repeat(10_000))).status, 200, "10,000 characters is the limit");
+    const dup = await reply(f.api, room, t1.id, "a", c.body.lease_token, "continue");
     assert.equal(dup.status, 409);
     assert.equal(dup.body.code, "invalid_transition");
     assert.match(dup.body.detail, /already replied/);
     // The old token does not hold a's next turn.
-    await take(api, room, "b");
-    const t3 = await current(api, room);
-    assert.equal((await reply(api, room, t3.id, "a", c.body.lease_token, "continue")).status, 403, "a stale token");
+    await take(f.api, room, "b");
+    const t3 = await current(f.api, room);
+    assert.equal((await reply(f.api, room, t3.id, "a", c.body.lease_token, "continue")).status, 403, "a stale token");
     // Unknown turns, rooms; an open-mode room has no turns.
-    assert.equal((await claim(api, room, 99999, "a")).body.code, "turn_not_found");
-    assert.equal((await claim(api, room, "abc" as unknown as number, "a")).status, 404);
-    assert.equal((await api.get(`${base(crypto.randomUUID())}/turns/current`)).body.code, "room_not_found");
-    assert.equal((await api.get(`${base("nope")}/turns/current`)).body.code, "invalid_uuid");
-    const open = (await api.room()).uuid;
-    assert.equal((await api.get(`${base(open)}/turns/current`)).body.code, "turn_not_found");
-    assert.equal((await api.say(open, "anyone", "open rooms are open")).status, 201);
-    assert.equal((await api.get(`${base(room)}/turns/mine?agent_id=a&wait=31`)).status, 400);
-    assert.equal((await api.get(`${base(room)}/turns/mine`)).status, 400);
-    assert.equal((await api.get(`${base(room)}/turns/mine?agent_id=zed`)).body.code, "not_participant");
+    assert.equal((await claim(f.api, room, 99999, "a")).body.code, "turn_not_found");
+    assert.equal((await claim(f.api, room, "abc" as unknown as number, "a")).status, 404);
+    assert.equal((await f.api.get(`${base(crypto.randomUUID())}/turns/current`)).body.code, "room_not_found");
+    assert.equal((await f.api.get(`${base("nope")}/turns/current`)).body.code, "invalid_uuid");
+    const open = (await f.api.room()).uuid;
+    assert.equal((await f.api.get(`${base(open)}/turns/current`)).body.code, "turn_not_found");
+    assert.equal((await f.api.say(open, "anyone", "open rooms are open")).status, 201);
+    assert.equal((await f.api.get(`${base(room)}/turns/mine?agent_id=a&wait=31`)).status, 400);
+    assert.equal((await f.api.get(`${base(room)}/turns/mine`)).status, 400);
+    assert.equal((await f.api.get(`${base(room)}/turns/mine?agent_id=zed`)).body.code, "not_participant");
     // A pass in a confirm turn is refused with what to send instead.
-    await take(api, room, "a", "complete");
-    const confirm = await current(api, room);
-    const cc = await claim(api, room, confirm.id, "b");
-    const pass = await reply(api, room, confirm.id, "b", cc.body.lease_token, "pass");
+    await take(f.api, room, "a", "complete");
+    const confirm = await current(f.api, room);
+    const cc = await claim(f.api, room, confirm.id, "b");
+    const pass = await reply(f.api, room, confirm.id, "b", cc.body.lease_token, "pass");
     assert.equal(pass.status, 400);
     assert.match(pass.body.detail, /confirm turn/);
   });
 
   test("two OS processes race to claim the same turn 50 times: exactly one lease each time", async () => {
-    const { uuid: room } = await turnsRoom(api, { participants: ["a", "b"], max_rounds: 100 });
-    const procs = [0, 1].map(() => spawn(process.execPath, ["--import", "tsx", "tests/helpers/turn-claimers.ts", server.url, room, "4"], { stdio: ["pipe", "pipe", "inherit"] }));
+    const { uuid: room } = await turnsRoom(f.api, { participants: ["a", "b"], max_rounds: 100 });
+    const procs = [0, 1].map(() => spawn(process.execPath, ["--import", "tsx", "tests/helpers/turn-claimers.ts", f.url, room, "4"], { stdio: ["pipe", "pipe", "inherit"] }));
     const lines = procs.map((p) => readline.createInterface({ input: p.stdout! })[Symbol.asyncIterator]());
     for (const l of lines) assert.equal((await l.next()).value, "ready");
     try {
       for (let i = 0; i < 50; i++) {
-        const turn = await current(api, room);
+        const turn = await current(f.api, room);
         for (const p of procs) p.stdin!.write(`${turn.id} ${turn.agent_id}\n`);
         const results = (await Promise.all(lines.map((l) => l.next()))).flatMap((r) => JSON.parse(r.value as string) as [number, string][]);
         assert.ok(results.every(([status]) => status === 200), JSON.stringify(results));
         const tokens = new Set(results.map(([, token]) => token));
         assert.equal(tokens.size, 1, `one lease for turn ${turn.id}: ${JSON.stringify(results)}`);
-        const r = await reply(api, room, turn.id, turn.agent_id, [...tokens][0]!, "continue");
+        const r = await reply(f.api, room, turn.id, turn.agent_id, [...tokens][0]!, "continue");
         assert.equal(r.status, 200);
       }
     } finally {
       for (const p of procs) p.stdin!.end();
     }
-    const events = (await api.get(`${base(room)}/export`)).body.events as { type: string; payload: { turn_id?: number } }[];
+    const events = (await f.api.get(`${base(room)}/export`)).body.events as { type: string; payload: { turn_id?: number } }[];
     const claims = events.filter((e) => e.type === "turn.claimed").map((e) => e.payload.turn_id);
     assert.equal(claims.length, 50, "one turn.claimed event per turn");
     assert.equal(new Set(claims).size, 50);
-    assert.equal((await verdict(api, room)).verdict, "CLEAN");
+    assert.equal((await verdict(f.api, room)).verdict, "CLEAN");
   });
 
   test("a turn hands over at most the newest 100 messages since the agent's last turn", async () => {
-    const { uuid: room } = await turnsRoom(api, { participants: ["a", "b"] });
-    const t = await current(api, room);
-    const c = await claim(api, room, t.id, "a");
-    for (let i = 1; i <= 101; i++) assert.equal((await api.say(room, "a", `part ${i}`)).status, 201);
-    await reply(api, room, t.id, "a", c.body.lease_token, "continue", "the end");
-    const mine = (await api.get(`${base(room)}/turns/mine?agent_id=b`)).body;
+    const { uuid: room } = await turnsRoom(f.api, { participants: ["a", "b"] });
+    const t = await current(f.api, room);
+    const c = await claim(f.api, room, t.id, "a");
+    for (let i = 1; i <= 101; i++) assert.equal((await f.api.say(room, "a", `part ${i}`)).status, 201);
+    await reply(f.api, room, t.id, "a", c.body.lease_token, "continue", "the end");
+    const mine = (await f.api.get(`${base(room)}/turns/mine?agent_id=b`)).body;
     assert.equal(mine.input_messages.length, 100);
     assert.deepEqual([mine.input_messages[0].text, mine.input_messages.at(-1).text], ["part 3", "the end"]);
-    const claimed = await claim(api, room, mine.turn.id, "b");
+    const claimed = await claim(f.api, room, mine.turn.id, "b");
     assert.equal(claimed.body.input_messages.length, 100);
-    await reply(api, room, mine.turn.id, "b", claimed.body.lease_token, "continue", "ok");
-    const next = (await api.get(`${base(room)}/turns/mine?agent_id=a`)).body;
+    await reply(f.api, room, mine.turn.id, "b", claimed.body.lease_token, "continue", "ok");
+    const next = (await f.api.get(`${base(room)}/turns/mine?agent_id=a`)).body;
     assert.deepEqual(next.input_messages.map((m: { text: string }) => m.text), ["ok"], "only what came after a's last turn");
   });
 
   test("signed claims and replies pin the agent's key", async () => {
-    const { uuid: room } = await turnsRoom(api, { participants: ["signer", "other"] });
+    const { uuid: room } = await turnsRoom(f.api, { participants: ["signer", "other"] });
     const agent = testAgent();
-    const t = await current(api, room);
-    const c = await claim(api, room, t.id, "signer", { sig: agent.signWrite(room, "turn.claimed", "signer", { turn_id: t.id }) });
+    const t = await current(f.api, room);
+    const c = await claim(f.api, room, t.id, "signer", { sig: agent.signWrite(room, "turn.claimed", "signer", { turn_id: t.id }) });
     assert.equal(c.status, 200, JSON.stringify(c.body));
     const payload = { text: "signed reply", turn_id: t.id, result: "continue" };
-    const unsigned = await reply(api, room, t.id, "signer", c.body.lease_token, "continue", "signed reply");
+    const unsigned = await reply(f.api, room, t.id, "signer", c.body.lease_token, "continue", "signed reply");
     assert.equal(unsigned.body.code, "signature_required");
-    const r = await api.post(`${base(room)}/turns/${t.id}/reply`, { agent_id: "signer", lease_token: c.body.lease_token, ...payload, sig: agent.signWrite(room, "message.posted", "signer", payload) });
+    const r = await f.api.post(`${base(room)}/turns/${t.id}/reply`, { agent_id: "signer", lease_token: c.body.lease_token, ...payload, sig: agent.signWrite(room, "message.posted", "signer", payload) });
     assert.equal(r.status, 200, JSON.stringify(r.body));
-    const msg = (await api.get(`${base(room)}/messages?tail=1`)).body.messages[0];
+    const msg = (await f.api.get(`${base(room)}/messages?tail=1`)).body.messages[0];
     assert.equal(msg.auth, "signed");
-    const v = await verdict(api, room);
+    const v = await verdict(f.api, room);
     assert.equal(v.verdict, "CLEAN", v.explanation);
   });
 });
 
 describe("turns: time (manual clock)", () => {
   test("delay_s is respected: a claim before available_at → 409 turn_not_ready with the time; mine waits for it", async () => {
-    const { uuid: room } = await turnsRoom(tapi, { participants: ["a", "b"], delay_s: 30, turn_timeout_s: 60 });
-    const { replied } = await take(tapi, room, "a");
+    const { uuid: room } = await turnsRoom(timed.api, { participants: ["a", "b"], delay_s: 30, turn_timeout_s: 60 });
+    const { replied } = await take(timed.api, room, "a");
     const next = replied.next as TurnView;
     assert.equal(Date.parse(next.available_at), clock.now() + 30_000);
     assert.equal(Date.parse(next.claim_by), clock.now() + 90_000, "the claim window starts when the turn opens");
-    const early = await claim(tapi, room, next.id, "b");
+    const early = await claim(timed.api, room, next.id, "b");
     assert.equal(early.status, 409);
     assert.equal(early.body.code, "turn_not_ready");
     assert.match(early.body.detail, new RegExp(next.available_at.replace(/[.]/g, "\\.")));
-    const notYet = (await tapi.get(`${base(room)}/turns/mine?agent_id=b`)).body;
+    const notYet = (await timed.api.get(`${base(room)}/turns/mine?agent_id=b`)).body;
     assert.match(notYet.detail, /opens at/);
     clock.advance(29_999);
-    assert.equal((await claim(tapi, room, next.id, "b")).body.code, "turn_not_ready");
+    assert.equal((await claim(timed.api, room, next.id, "b")).body.code, "turn_not_ready");
     clock.advance(1);
-    const mine = (await tapi.get(`${base(room)}/turns/mine?agent_id=b`)).body;
+    const mine = (await timed.api.get(`${base(room)}/turns/mine?agent_id=b`)).body;
     assert.equal(mine.turn.id, next.id);
     assert.deepEqual(mine.input_messages.map((m: { agent_id: string }) => m.agent_id), ["server", "a"]);
-    assert.equal((await claim(tapi, room, next.id, "b")).status, 200);
+    assert.equal((await claim(timed.api, room, next.id, "b")).status, 200);
   });
 
   test("timeouts skip, make participants absent and block with too few; the owner reinstates and resumes; leases run out → 409", async () => {
-    const { uuid: room, owner_token } = await turnsRoom(tapi, { participants: ["a", "b", "c"], turn_timeout_s: 10, absent_after: 2 });
+    const { uuid: room, owner_token } = await turnsRoom(timed.api, { participants: ["a", "b", "c"], turn_timeout_s: 10, absent_after: 2 });
     // a does not claim in time: skipped, and b's turn opens.
-    const t1 = await current(tapi, room);
+    const t1 = await current(timed.api, room);
     clock.advance(9_999);
-    sweepTurns(timed.svc);
-    assert.equal((await current(tapi, room)).id, t1.id, "not before the timeout");
+    sweepTurns(timed.server.svc);
+    assert.equal((await current(timed.api, room)).id, t1.id, "not before the timeout");
     clock.advance(1);
-    sweepTurns(timed.svc);
-    let s = await state(tapi, room);
+    sweepTurns(timed.server.svc);
+    let s = await state(timed.api, room);
     assert.equal(s.current.agent_id, "b");
     assert.equal(s.participants[0].timeouts, 1);
-    const t1After = (await tapi.get(`${base(room)}/turns`)).body.turns.find((t: TurnView) => t.id === t1.id);
+    const t1After = (await timed.api.get(`${base(room)}/turns`)).body.turns.find((t: TurnView) => t.id === t1.id);
     assert.deepEqual([t1After.status, t1After.reason], ["skipped", "timeout"]);
     // b claims but never replies: its lease runs out; a reply then → 409 lease_expired.
-    const c = await claim(tapi, room, s.current.id, "b");
+    const c = await claim(timed.api, room, s.current.id, "b");
     clock.advance(10_000);
-    const late = await reply(tapi, room, s.current.id, "b", c.body.lease_token, "continue");
+    const late = await reply(timed.api, room, s.current.id, "b", c.body.lease_token, "continue");
     assert.equal(late.status, 409);
     assert.equal(late.body.code, "lease_expired");
-    const reclaim = await claim(tapi, room, s.current.id, "b");
+    const reclaim = await claim(timed.api, room, s.current.id, "b");
     assert.equal(reclaim.status, 409, "the turn was skipped on access: the room never waits past a timeout");
-    s = await state(tapi, room);
+    s = await state(timed.api, room);
     assert.equal(s.current.agent_id, "c");
-    const afterSkip = await reply(tapi, room, s.current.id - 0, "b", c.body.lease_token, "continue");
+    const afterSkip = await reply(timed.api, room, s.current.id - 0, "b", c.body.lease_token, "continue");
     assert.equal(afterSkip.status, 403, "b's old token does not hold c's turn");
-    await take(tapi, room, "c");
+    await take(timed.api, room, "c");
     // a times out a second time in a row → absent; the rotation goes on without it.
     clock.advance(10_000);
-    sweepTurns(timed.svc);
-    s = await state(tapi, room);
+    sweepTurns(timed.server.svc);
+    s = await state(timed.api, room);
     assert.equal(s.participants[0].status, "absent");
     assert.equal(s.current.agent_id, "b");
-    const health = (await tapi.get(`${base(room)}/health`)).body;
+    const health = (await timed.api.get(`${base(room)}/health`)).body;
     assert.ok(health.alerts.some((x: { type: string; agent_id: string }) => x.type === "absent_participant" && x.agent_id === "a"));
-    await take(tapi, room, "b");
-    assert.equal((await current(tapi, room)).agent_id, "c", "absent a is not asked");
+    await take(timed.api, room, "b");
+    assert.equal((await current(timed.api, room)).agent_id, "c", "absent a is not asked");
     // c times out twice → absent; fewer than 2 active → blocked.
     clock.advance(10_000);
-    sweepTurns(timed.svc);
-    await take(tapi, room, "b");
+    sweepTurns(timed.server.svc);
+    await take(timed.api, room, "b");
     clock.advance(10_000);
-    sweepTurns(timed.svc);
-    s = await state(tapi, room);
+    sweepTurns(timed.server.svc);
+    s = await state(timed.api, room);
     assert.equal(s.status, "blocked");
     assert.equal(s.reason, "not_enough_participants");
-    const refused = await tapi.post(`${base(room)}/turns/resume`, {}, owner(owner_token));
+    const refused = await timed.api.post(`${base(room)}/turns/resume`, {}, owner(owner_token));
     assert.equal(refused.status, 409);
     assert.match(refused.body.detail, /reinstate/);
-    assert.equal((await tapi.post(`${base(room)}/turns/reinstate`, { agent_id: "b" }, owner(owner_token))).body.code, "invalid_transition");
-    assert.equal((await tapi.post(`${base(room)}/turns/reinstate`, { agent_id: "zed" }, owner(owner_token))).body.code, "not_participant");
-    const back = await tapi.post(`${base(room)}/turns/reinstate`, { agent_id: "a" }, owner(owner_token));
+    assert.equal((await timed.api.post(`${base(room)}/turns/reinstate`, { agent_id: "b" }, owner(owner_token))).body.code, "invalid_transition");
+    assert.equal((await timed.api.post(`${base(room)}/turns/reinstate`, { agent_id: "zed" }, owner(owner_token))).body.code, "not_participant");
+    const back = await timed.api.post(`${base(room)}/turns/reinstate`, { agent_id: "a" }, owner(owner_token));
     assert.equal(back.status, 200, JSON.stringify(back.body));
-    const resumed = await tapi.post(`${base(room)}/turns/resume`, {}, owner(owner_token));
+    const resumed = await timed.api.post(`${base(room)}/turns/resume`, {}, owner(owner_token));
     assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
     assert.equal(resumed.body.current.agent_id, "a", "after c (who had the last turn), the next active participant");
-    const v = await verdict(tapi, room);
+    const v = await verdict(timed.api, room);
     assert.equal(v.verdict, "CLEAN", v.explanation);
   });
 
   test("the monitor flags a stalled turn, an expired lease, an A,B,A,B loop and the last rounds", async () => {
-    const { uuid: room } = await turnsRoom(tapi, { participants: ["a", "b"], turn_timeout_s: 10, max_rounds: 4 });
-    assert.deepEqual((await tapi.get(`${base(room)}/health`)).body.alerts, []);
+    const { uuid: room } = await turnsRoom(timed.api, { participants: ["a", "b"], turn_timeout_s: 10, max_rounds: 4 });
+    assert.deepEqual((await timed.api.get(`${base(room)}/health`)).body.alerts, []);
     for (let i = 0; i < 2; i++) {
-      await take(tapi, room, "a", "continue", "I insist on 10.");
-      await take(tapi, room, "b", "continue", "I insist on 12!");
+      await take(timed.api, room, "a", "continue", "I insist on 10.");
+      await take(timed.api, room, "b", "continue", "I insist on 12!");
     }
-    let health = (await tapi.get(`${base(room)}/health`)).body;
+    let health = (await timed.api.get(`${base(room)}/health`)).body;
     assert.equal(health.status, "active");
     assert.deepEqual(health.alerts.map((x: { type: string }) => x.type).sort(), ["near_max_rounds", "repeated_loop"]);
     // The monitor only reads: a turn past its claim deadline shows as stalled until the sweeper runs.
     clock.advance(10_001);
-    health = (await tapi.get(`${base(room)}/health`)).body;
+    health = (await timed.api.get(`${base(room)}/health`)).body;
     assert.ok(health.alerts.some((x: { type: string }) => x.type === "stalled_turn"), JSON.stringify(health.alerts));
     assert.equal(health.current.status, "ready");
-    sweepTurns(timed.svc);
-    const t = await current(tapi, room);
+    sweepTurns(timed.server.svc);
+    const t = await current(timed.api, room);
     assert.equal(t.agent_id, "b");
-    await claim(tapi, room, t.id, "b");
+    await claim(timed.api, room, t.id, "b");
     clock.advance(10_001);
-    health = (await tapi.get(`${base(room)}/health`)).body;
+    health = (await timed.api.get(`${base(room)}/health`)).body;
     assert.ok(health.alerts.some((x: { type: string }) => x.type === "expired_lease"), JSON.stringify(health.alerts));
   });
 
   test("a room its owner closed stands still: no timeouts until it is reopened", async () => {
-    const { uuid: room, owner_token } = await turnsRoom(tapi, { participants: ["a", "b"], turn_timeout_s: 10 });
-    const t = await current(tapi, room);
-    assert.equal((await tapi.post(`${base(room)}/close`, {}, owner(owner_token))).status, 200);
+    const { uuid: room, owner_token } = await turnsRoom(timed.api, { participants: ["a", "b"], turn_timeout_s: 10 });
+    const t = await current(timed.api, room);
+    assert.equal((await timed.api.post(`${base(room)}/close`, {}, owner(owner_token))).status, 200);
     clock.advance(60_000);
-    sweepTurns(timed.svc);
-    assert.equal((await tapi.get(`${base(room)}/turns`)).body.turns.length, 1, "nothing was skipped while closed");
-    assert.equal((await claim(tapi, room, t.id, "a")).body.code, "room_closed");
-    assert.equal((await tapi.post(`${base(room)}/reopen`, {}, owner(owner_token))).status, 200);
-    sweepTurns(timed.svc);
-    assert.equal((await current(tapi, room)).agent_id, "b", "reopened: the overdue turn is skipped");
+    sweepTurns(timed.server.svc);
+    assert.equal((await timed.api.get(`${base(room)}/turns`)).body.turns.length, 1, "nothing was skipped while closed");
+    assert.equal((await claim(timed.api, room, t.id, "a")).body.code, "room_closed");
+    assert.equal((await timed.api.post(`${base(room)}/reopen`, {}, owner(owner_token))).status, 200);
+    sweepTurns(timed.server.svc);
+    assert.equal((await current(timed.api, room)).agent_id, "b", "reopened: the overdue turn is skipped");
   });
 
   test("an expired room answers 410 on every turns route", async () => {
-    const { uuid: room } = await turnsRoom(tapi, { participants: ["a", "b"] });
-    const t = await current(tapi, room);
+    const { uuid: room } = await turnsRoom(timed.api, { participants: ["a", "b"] });
+    const t = await current(timed.api, room);
     clock.advance(73 * 3_600_000);
     for (const r of [
-      await tapi.get(`${base(room)}/turns/current`),
-      await tapi.get(`${base(room)}/turns/mine?agent_id=a`),
-      await claim(tapi, room, t.id, "a"),
-      await reply(tapi, room, t.id, "a", "x", "continue"),
-      await tapi.get(`${base(room)}/health`),
+      await timed.api.get(`${base(room)}/turns/current`),
+      await timed.api.get(`${base(room)}/turns/mine?agent_id=a`),
+      await claim(timed.api, room, t.id, "a"),
+      await reply(timed.api, room, t.id, "a", "x", "continue"),
+      await timed.api.get(`${base(room)}/health`),
     ]) {
       assert.equal(r.status, 410);
       assert.equal(r.body.code, "room_expired");
     }
-    assert.equal(sweepTurns(timed.svc).skipped, 0, "the sweeper leaves expired rooms alone");
+    assert.equal(sweepTurns(timed.server.svc).skipped, 0, "the sweeper leaves expired rooms alone");
   });
 });
 
 describe("turns: long-poll", () => {
   test("mine?wait holds until it is the agent's turn", async () => {
-    const { uuid: room } = await turnsRoom(api, { participants: ["a", "b"] });
+    const { uuid: room } = await turnsRoom(f.api, { participants: ["a", "b"] });
     const started = Date.now();
-    const waiting = api.get(`${base(room)}/turns/mine?agent_id=b&wait=10`);
+    const waiting = f.api.get(`${base(room)}/turns/mine?agent_id=b&wait=10`);
     await new Promise((r) => setTimeout(r, 200));
-    await take(api, room, "a", "continue", "over to you");
+    await take(f.api, room, "a", "continue", "over to you");
     const mine = (await waiting).body;
     assert.equal(mine.turn.agent_id, "b");
     assert.ok(Date.now() - started < 5_000);
     assert.deepEqual(mine.input_messages.map((m: { text: string }) => m.text).at(-1), "over to you");
-    const none = (await api.get(`${base(room)}/turns/mine?agent_id=a&wait=1`)).body;
+    const none = (await f.api.get(`${base(room)}/turns/mine?agent_id=a&wait=1`)).body;
     assert.equal(none.turn, null);
     assert.match(none.detail, /Not your turn yet/);
   });

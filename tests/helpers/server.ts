@@ -22,6 +22,54 @@ export async function startTestServer(env: Record<string, string> = {}, opts: { 
   return startServer({ config, pages: opts.pages ?? false, clock: opts.clock, quiet: true });
 }
 
+export interface TestApi {
+  server: RunningServer;
+  api: ReturnType<typeof client>;
+  url: string;
+  /** Stops the server and removes the data directory it was given (unless the caller chose one). */
+  close(): Promise<void>;
+}
+
+/**
+ * startTestServer plus a client, with a close() that also deletes the temporary data directory.
+ * A plain factory on purpose: the test file registers its own before/after hooks.
+ */
+export async function startApi(env: Record<string, string> = {}, opts: { clock?: Clock; pages?: boolean } = {}): Promise<TestApi> {
+  const ownDir = env.PARLEY_DATA_DIR === undefined ? tempDir() : undefined;
+  const removeDir = () => ownDir && fs.rmSync(ownDir, { recursive: true, force: true });
+  let server: RunningServer;
+  try {
+    server = await startTestServer(ownDir ? { ...env, PARLEY_DATA_DIR: ownDir } : env, opts);
+  } catch (err) {
+    removeDir();
+    throw err;
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    server,
+    api: client(server.url),
+    url: server.url,
+    close: () =>
+      (closing ??= (async () => {
+        try {
+          await server.close();
+        } finally {
+          removeDir();
+        }
+      })()),
+  };
+}
+
+/** Starts a server for fn alone and closes it (data directory included) whatever fn does. */
+export async function withApi<T>(env: Record<string, string>, fn: (f: TestApi) => Promise<T>, opts: { clock?: Clock; pages?: boolean } = {}): Promise<T> {
+  const f = await startApi(env, opts);
+  try {
+    return await fn(f);
+  } finally {
+    await f.close();
+  }
+}
+
 /** A clock the test moves by hand. */
 export class ManualClock implements Clock {
   constructor(private t = Date.parse("2026-11-30T10:00:00.000Z")) {}

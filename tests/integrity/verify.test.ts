@@ -1,8 +1,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
-import { client, startTestServer } from "../helpers/server";
-import type { RunningServer } from "../../server";
+import { startApi, type TestApi } from "../helpers/server";
 import { eventLeafHash } from "../../lib/log/event";
 import { testAgent } from "../helpers/agent";
 import { base64ToBytes, bytesToHex, hexToBytes, utf8 } from "../../lib/log/bytes";
@@ -13,30 +12,25 @@ import { signCheckpoint } from "../../lib/log/checkpoint";
 import { verifyBundle, type RoomBundle } from "../../lib/log/verify";
 import { ed25519Verify, serverKeyFromSeed } from "../../lib/services/server-key";
 
-let server: RunningServer;
-let api: ReturnType<typeof client>;
-
-before(async () => {
-  server = await startTestServer();
-  api = client(server.url);
-});
-after(() => server.close());
+let f: TestApi;
+before(async () => (f = await startApi()));
+after(() => f.close());
 
 function signedBody(seed: Uint8Array, room: string, actor: string, text: string, ts?: string) {
   return { agent_id: actor, text, sig: testAgent(seed).signMessage(room, actor, { text }, { ts }) };
 }
 
 test("200 concurrent posts, signed and unsigned by several agents, then verify: CLEAN", async () => {
-  const room = (await api.room()).uuid;
+  const room = (await f.api.room()).uuid;
   const seeds = [crypto.randomBytes(32), crypto.randomBytes(32)];
   const posts = Array.from({ length: 200 }, (_, i) =>
     i % 3 === 0
-      ? api.post(`/api/rooms/${room}/messages`, signedBody(seeds[i % 2]!, room, `signer-${i % 2}`, `signed ${i}`))
-      : api.say(room, `anon-${i % 5}`, `plain ${i}`),
+      ? f.api.post(`/api/rooms/${room}/messages`, signedBody(seeds[i % 2]!, room, `signer-${i % 2}`, `signed ${i}`))
+      : f.api.say(room, `anon-${i % 5}`, `plain ${i}`),
   );
   const results = await Promise.all(posts);
   assert.ok(results.every((r) => r.status === 201), JSON.stringify(results.find((r) => r.status !== 201)?.body));
-  const report = await api.post(`/api/rooms/${room}/verify`, {});
+  const report = await f.api.post(`/api/rooms/${room}/verify`, {});
   assert.equal(report.status, 200);
   assert.equal(report.body.verdict, "CLEAN", report.body.explanation);
   assert.equal(report.body.details.events, 201);
@@ -45,42 +39,42 @@ test("200 concurrent posts, signed and unsigned by several agents, then verify: 
 });
 
 test("a signature ts in another ISO form verifies later exactly as accepted", async () => {
-  const room = (await api.room()).uuid;
+  const room = (await f.api.room()).uuid;
   const ts = new Date().toISOString().replace(/\.\d{3}Z$/, "+00:00");
-  const r = await api.post(`/api/rooms/${room}/messages`, signedBody(crypto.randomBytes(32), room, "iso", "other form", ts));
+  const r = await f.api.post(`/api/rooms/${room}/messages`, signedBody(crypto.randomBytes(32), room, "iso", "other form", ts));
   assert.equal(r.status, 201);
   assert.equal(r.body.ts_iso, ts);
-  assert.equal((await api.post(`/api/rooms/${room}/verify`, {})).body.verdict, "CLEAN");
+  assert.equal((await f.api.post(`/api/rooms/${room}/verify`, {})).body.verdict, "CLEAN");
 });
 
 describe("verify with a checkpoint the caller kept", () => {
   test("an older checkpoint of this room: consistent, CLEAN", async () => {
-    const room = (await api.room()).uuid;
-    const kept = (await api.say(room, "a", "one")).body.receipt.checkpoint;
-    await api.say(room, "b", "two");
-    const r = await api.post(`/api/rooms/${room}/verify`, { checkpoint: kept });
+    const room = (await f.api.room()).uuid;
+    const kept = (await f.api.say(room, "a", "one")).body.receipt.checkpoint;
+    await f.api.say(room, "b", "two");
+    const r = await f.api.post(`/api/rooms/${room}/verify`, { checkpoint: kept });
     assert.equal(r.body.verdict, "CLEAN");
     assert.deepEqual(r.body.details.caller_checkpoint, { size: 2, consistent: true });
   });
 
   test("a checkpoint of another room, a malformed one or a forged one: INCONCLUSIVE, never CLEAN", async () => {
-    const room = (await api.room()).uuid;
-    const other = (await api.room()).uuid;
-    const foreign = (await api.say(other, "a", "x")).body.receipt.checkpoint as string;
-    const mine = (await api.say(room, "a", "x")).body.receipt.checkpoint as string;
+    const room = (await f.api.room()).uuid;
+    const other = (await f.api.room()).uuid;
+    const foreign = (await f.api.say(other, "a", "x")).body.receipt.checkpoint as string;
+    const mine = (await f.api.say(room, "a", "x")).body.receipt.checkpoint as string;
     const forged = mine.replace(/ [A-Za-z0-9+/=]+\n$/, ` ${Buffer.from(base64ToBytes(mine.trim().split(" ").at(-1)!).map((b, i) => (i === 10 ? b ^ 1 : b))).toString("base64")}\n`);
     for (const checkpoint of [foreign, "not a checkpoint", forged]) {
-      const r = await api.post(`/api/rooms/${room}/verify`, { checkpoint });
+      const r = await f.api.post(`/api/rooms/${room}/verify`, { checkpoint });
       assert.equal(r.status, 200);
       assert.equal(r.body.verdict, "INCONCLUSIVE", checkpoint.slice(0, 40));
     }
-    const bad = await api.post(`/api/rooms/${room}/verify`, { checkpoint: 5 });
+    const bad = await f.api.post(`/api/rooms/${room}/verify`, { checkpoint: 5 });
     assert.equal(bad.status, 400);
   });
 
   test("unknown room 404, bad id 400", async () => {
-    assert.equal((await api.post("/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23/verify", {})).status, 404);
-    assert.equal((await api.post("/api/rooms/xyz/verify", {})).status, 400);
+    assert.equal((await f.api.post("/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23/verify", {})).status, 404);
+    assert.equal((await f.api.post("/api/rooms/xyz/verify", {})).status, 400);
   });
 });
 
@@ -88,8 +82,8 @@ describe("proofs", () => {
   let room: string;
   let size: number;
   before(async () => {
-    room = (await api.room()).uuid;
-    for (let i = 0; i < 12; i++) await api.say(room, "a", `m${i}`);
+    room = (await f.api.room()).uuid;
+    for (let i = 0; i < 12; i++) await f.api.say(room, "a", `m${i}`);
     size = 13;
   });
 
@@ -98,7 +92,7 @@ describe("proofs", () => {
   test("every inclusion proof verifies against the signed root; mutations fail", async () => {
     for (let seq = 1; seq <= size; seq++) {
       for (const n of [seq, size]) {
-        const r = (await api.get(`/api/rooms/${room}/proof/inclusion?seq=${seq}${n === size ? "" : `&size=${n}`}`)).body;
+        const r = (await f.api.get(`/api/rooms/${room}/proof/inclusion?seq=${seq}${n === size ? "" : `&size=${n}`}`)).body;
         assert.equal(r.leaf_index, seq - 1);
         assert.equal(r.size, n);
         const root = base64ToBytes(r.root);
@@ -119,7 +113,7 @@ describe("proofs", () => {
 
   test("every consistency proof verifies; swapped roots and mutations fail", async () => {
     for (let from = 1; from <= size; from++) {
-      const r = (await api.get(`/api/rooms/${room}/proof/consistency?from=${from}`)).body;
+      const r = (await f.api.get(`/api/rooms/${room}/proof/consistency?from=${from}`)).body;
       const [rootM, rootN] = [base64ToBytes(r.from_root), base64ToBytes(r.to_root)];
       const proof = b64(r.proof);
       assert.ok(verifyConsistency(from, size, proof, rootM, rootN), `from ${from}`);
@@ -136,13 +130,13 @@ describe("proofs", () => {
 
   test("bad proof parameters are 400; the checkpoint route serves the head as text", async () => {
     for (const q of ["inclusion?seq=0", "inclusion?seq=14", "inclusion?seq=3&size=2", "inclusion?seq=1&size=99", "inclusion", "consistency?from=0", "consistency?from=5&to=4", "consistency?from=x"]) {
-      const r = await api.get(`/api/rooms/${room}/proof/${q}`);
+      const r = await f.api.get(`/api/rooms/${room}/proof/${q}`);
       assert.equal(r.status, 400, q);
       assert.equal(r.body.code, "validation_error");
     }
-    const res = await fetch(`${server.url}/api/rooms/${room}/checkpoint`);
+    const res = await fetch(`${f.url}/api/rooms/${room}/checkpoint`);
     assert.match(res.headers.get("content-type")!, /^text\/plain/);
-    assert.equal(await res.text(), (await api.get(`/api/rooms/${room}`)).body.head.checkpoint);
+    assert.equal(await res.text(), (await f.api.get(`/api/rooms/${room}`)).body.head.checkpoint);
   });
 });
 

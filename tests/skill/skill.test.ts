@@ -6,7 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import Database from "better-sqlite3";
-import { client, ManualClock, startTestServer, tempDir } from "../helpers/server";
+import { ManualClock, startApi, tempDir, withApi, type TestApi } from "../helpers/server";
 import type { RunningServer } from "../../server";
 
 const run = promisify(execFile);
@@ -64,34 +64,29 @@ function frontMatter(text: string): { fields: Record<string, string>; body: stri
 }
 
 describe("skill pack", () => {
-  let server: RunningServer;
+  let f: TestApi;
   let dir: string;
   let parley: ReturnType<typeof script>;
-  let api: ReturnType<typeof client>;
 
   before(async () => {
-    server = await startTestServer();
-    api = client(server.url);
-    dir = await installFrom(server);
+    f = await startApi();
+    dir = await installFrom(f.server);
     parley = script(dir);
   });
-  after(() => server.close());
+  after(() => f.close());
 
   test("the tarball has deterministic bytes and holds exactly the skill's source files", async () => {
-    const a = await fetch(`${server.url}/parley-skill.tar.gz`);
-    const b = await fetch(`${server.url}/parley-skill.tar.gz`);
+    const a = await fetch(`${f.url}/parley-skill.tar.gz`);
+    const b = await fetch(`${f.url}/parley-skill.tar.gz`);
     assert.match(a.headers.get("content-type")!, /application\/gzip/);
     const bytesA = Buffer.from(await a.arrayBuffer());
     assert.ok(bytesA.equals(Buffer.from(await b.arrayBuffer())), "byte-identical on two fetches");
-    const other = await startTestServer();
-    try {
+    await withApi({}, async (other) => {
       const c = Buffer.from(await (await fetch(`${other.url}/parley-skill.tar.gz`)).arrayBuffer());
       assert.ok(bytesA.equals(c), "and on another server start");
-    } finally {
-      await other.close();
-    }
+    });
     const etag = a.headers.get("etag")!;
-    const again = await fetch(`${server.url}/parley-skill.tar.gz`, { headers: { "if-none-match": etag } });
+    const again = await fetch(`${f.url}/parley-skill.tar.gz`, { headers: { "if-none-match": etag } });
     assert.equal(again.status, 304);
 
     const { stdout } = await run("tar", ["-tvzf", path.join(dir, "pack.tar.gz")]);
@@ -120,29 +115,29 @@ describe("skill pack", () => {
   });
 
   test("the files are browsable under /skill/ as text", async () => {
-    const index = await fetch(`${server.url}/skill/`);
+    const index = await fetch(`${f.url}/skill/`);
     assert.equal(index.status, 200);
     const text = await index.text();
-    assert.ok(text.includes(`${server.url}/skill/parley/SKILL.md`));
-    assert.ok(text.includes(`${server.url}/skill/parley/scripts/parley.mjs`));
+    assert.ok(text.includes(`${f.url}/skill/parley/SKILL.md`));
+    assert.ok(text.includes(`${f.url}/skill/parley/scripts/parley.mjs`));
     for (const rel of ["parley/SKILL.md", "parley/scripts/parley.mjs"]) {
-      const res = await fetch(`${server.url}/skill/${rel}`);
+      const res = await fetch(`${f.url}/skill/${rel}`);
       assert.equal(res.status, 200);
       assert.match(res.headers.get("content-type")!, /^text\/plain; charset=utf-8/);
       assert.ok(Buffer.from(await res.arrayBuffer()).equals(fs.readFileSync(path.join(dir, rel))));
     }
-    const missing = await fetch(`${server.url}/skill/parley/../../package.json`);
+    const missing = await fetch(`${f.url}/skill/parley/../../package.json`);
     assert.equal(missing.status, 404);
-    const nothing = await fetch(`${server.url}/skill/parley/nope.md`);
+    const nothing = await fetch(`${f.url}/skill/parley/nope.md`);
     assert.equal(nothing.status, 404);
     assert.equal((await nothing.json()).code, "not_found");
   });
 
   test("/agents.md shows the one-line installs and the MCP line", async () => {
-    const md = await (await fetch(`${server.url}/agents.md`)).text();
-    assert.ok(md.includes(`claude mcp add --transport http parley ${server.url}/mcp`));
+    const md = await (await fetch(`${f.url}/agents.md`)).text();
+    assert.ok(md.includes(`claude mcp add --transport http parley ${f.url}/mcp`));
     for (const dirName of ["~/.claude/skills", "~/.codex/skills", "~/.openclaw/skills", "~/.hermes/skills"]) {
-      assert.ok(md.includes(`mkdir -p ${dirName} && curl -sL ${server.url}/parley-skill.tar.gz | tar -xz -C ${dirName}`), dirName);
+      assert.ok(md.includes(`mkdir -p ${dirName} && curl -sL ${f.url}/parley-skill.tar.gz | tar -xz -C ${dirName}`), dirName);
     }
   });
 
@@ -154,20 +149,20 @@ describe("skill pack", () => {
     assert.equal((await parley(["frobnicate"])).code, 2);
     assert.equal((await parley(["read"])).code, 2, "no room");
     assert.equal((await parley(["read", UNKNOWN_ROOM])).code, 2, "a bare UUID of an unknown server");
-    assert.equal((await parley(["read", `${server.url}/${UNKNOWN_ROOM}`, "--bogus"])).code, 2);
-    assert.equal((await parley(["read", `${server.url}/${UNKNOWN_ROOM}`, "--limit", "many"])).code, 2);
-    const noAgent = await parley(["send", `${server.url}/${UNKNOWN_ROOM}`, "hi"]);
+    assert.equal((await parley(["read", `${f.url}/${UNKNOWN_ROOM}`, "--bogus"])).code, 2);
+    assert.equal((await parley(["read", `${f.url}/${UNKNOWN_ROOM}`, "--limit", "many"])).code, 2);
+    const noAgent = await parley(["send", `${f.url}/${UNKNOWN_ROOM}`, "hi"]);
     assert.equal(noAgent.code, 2);
     assert.match(noAgent.stderr, /--agent/);
   });
 
   test("create, keygen, signed send, read, wait, info and verify against a real server", async () => {
-    const created = await parley(["create", server.url, "--description", "Split the bill", "--public"]);
+    const created = await parley(["create", f.url, "--description", "Split the bill", "--public"]);
     assert.equal(created.code, 0, created.stderr);
     const room = json(created);
-    assert.equal(room.url, `${server.url}/${room.uuid}`);
+    assert.equal(room.url, `${f.url}/${room.uuid}`);
     assert.ok(room.owner_token);
-    assert.equal((await api.get(`/api/rooms/${room.uuid}`)).body.description, "Split the bill");
+    assert.equal((await f.api.get(`/api/rooms/${room.uuid}`)).body.description, "Split the bill");
 
     const key = path.join(dir, "bob.key");
     const keygen = await parley(["keygen", "--out", key]);
@@ -176,13 +171,13 @@ describe("skill pack", () => {
     assert.equal((fs.statSync(key).mode & 0o777).toString(8), "600");
     assert.equal((await parley(["keygen", "--out", key])).code, 2, "never overwrites a key silently");
 
-    assert.equal((await api.say(room.uuid, "alice", "I paid 60 for dinner.")).status, 201);
+    assert.equal((await f.api.say(room.uuid, "alice", "I paid 60 for dinner.")).status, 201);
     const sent = await parley(["send", room.url, "--agent", "bob", "--key", key, "--reply-to", "2", "I owe you 30 then."]);
     assert.equal(sent.code, 0, sent.stderr);
     const posted = json(sent);
     assert.equal(posted.auth, "signed");
     assert.equal(posted.key_ref, key_ref);
-    const stored = (await api.get(`/api/rooms/${room.uuid}/messages?since=0`)).body.messages.at(-1);
+    const stored = (await f.api.get(`/api/rooms/${room.uuid}/messages?since=0`)).body.messages.at(-1);
     assert.equal(stored.pubkey_hex, pubkey_hex);
     assert.equal(stored.reply_to, 2);
     assert.equal(stored.text, "I owe you 30 then.");
@@ -208,7 +203,7 @@ describe("skill pack", () => {
     // wait: from the saved cursor (4), woken by alice's next message.
     const waiting = parley(["wait", room.url, "--timeout", "20"]);
     await new Promise((r) => setTimeout(r, 500));
-    assert.equal((await api.say(room.uuid, "alice", "Deal.")).status, 201);
+    assert.equal((await f.api.say(room.uuid, "alice", "Deal.")).status, 201);
     const woke = await waiting;
     assert.equal(woke.code, 0, woke.stderr);
     assert.deepEqual(json(woke).messages.map((m: any) => m.text), ["Deal."]);
@@ -233,7 +228,7 @@ describe("skill pack", () => {
   });
 
   test("turns rooms: turn waits, claims and shows the input; reply answers; a signed agent; 7 when not yet, 3 when completed", async () => {
-    const room = (await api.post("/api/rooms", { mode: "turns", turns: { participants: ["ann", "bo"] } })).body;
+    const room = (await f.api.post("/api/rooms", { mode: "turns", turns: { participants: ["ann", "bo"] } })).body;
     const key = path.join(dir, "ann.key");
     assert.equal((await parley(["keygen", "--out", key])).code, 0);
     const early = await parley(["turn", room.url, "--agent", "bo", "--timeout", "0"]);
@@ -254,29 +249,29 @@ describe("skill pack", () => {
     assert.equal(json(r2).room_status, "completed");
     const after = await parley(["turn", room.url, "--agent", "ann"]);
     assert.equal(after.code, 3);
-    const msgs = (await api.get(`/api/rooms/${room.uuid}/messages`)).body.messages;
+    const msgs = (await f.api.get(`/api/rooms/${room.uuid}/messages`)).body.messages;
     assert.equal(msgs[1].auth, "signed");
-    assert.equal((await api.post(`/api/rooms/${room.uuid}/verify`, {})).body.verdict, "CLEAN");
+    assert.equal((await f.api.post(`/api/rooms/${room.uuid}/verify`, {})).body.verdict, "CLEAN");
   });
 
   test("the script's own JCS signs text with non-ASCII, quotes, escapes and emoji the way the server checks it", async () => {
-    const { uuid } = await api.room();
+    const { uuid } = await f.api.room();
     const key = path.join(dir, "unicode.key");
     await parley(["keygen", "--out", key]);
     const text = 'Prix : 30 € — d\'accord ? 🤝 "quoted" \\ back\tslash\u0007 Ωμέγα 日本';
-    const sent = await parley(["send", `${server.url}/${uuid}`, "--agent", "zoë", "--key", key, "--memory-root", "mr-1", "--", text]);
+    const sent = await parley(["send", `${f.url}/${uuid}`, "--agent", "zoë", "--key", key, "--memory-root", "mr-1", "--", text]);
     assert.equal(sent.code, 0, sent.stderr);
-    const stored = (await api.get(`/api/rooms/${uuid}/messages`)).body.messages[0];
+    const stored = (await f.api.get(`/api/rooms/${uuid}/messages`)).body.messages[0];
     assert.equal(stored.text, text);
     assert.equal(stored.auth, "signed");
     assert.equal(stored.memory_root, "mr-1");
   });
 
   test("verify with the saved receipt detects a rewritten history that is otherwise self-consistent", async () => {
-    const { uuid } = await api.room({ description: "Price negotiation" });
-    const url = `${server.url}/${uuid}`;
-    assert.equal((await api.say(uuid, "alice", "I offer 100.")).status, 201);
-    const before = server.svc.store.getRoom(uuid)!;
+    const { uuid } = await f.api.room({ description: "Price negotiation" });
+    const url = `${f.url}/${uuid}`;
+    assert.equal((await f.api.say(uuid, "alice", "I offer 100.")).status, 201);
+    const before = f.server.svc.store.getRoom(uuid)!;
     const key = path.join(dir, "carol.key");
     await parley(["keygen", "--out", key]);
     assert.equal((await parley(["send", url, "--agent", "carol", "--key", key, "Accepted at 100."])).code, 0);
@@ -285,7 +280,7 @@ describe("skill pack", () => {
 
     // The operator rewrites history: drops carol's two events, rolls the head back and lets a
     // new event take their place. Chain, tree and checkpoints are all valid again afterwards.
-    const db = new Database(path.join(server.svc.config.dataDir, "parley.db"));
+    const db = new Database(path.join(f.server.svc.config.dataDir, "parley.db"));
     try {
       db.transaction(() => {
         db.prepare("DELETE FROM events WHERE room = ? AND seq > ?").run(uuid, before.headSize);
@@ -297,7 +292,7 @@ describe("skill pack", () => {
     } finally {
       db.close();
     }
-    assert.equal((await api.say(uuid, "alice", "I offer 150.")).status, 201);
+    assert.equal((await f.api.say(uuid, "alice", "I offer 150.")).status, 201);
 
     const fresh = script(dir, { PARLEY_STATE: path.join(tempDir(), "state.json") });
     const blind = await fresh(["verify", url]);
@@ -319,30 +314,26 @@ describe("skill pack", () => {
   });
 
   test("exit code 3 (stop) for 404 and room_full", async () => {
-    const gone = await parley(["read", `${server.url}/${UNKNOWN_ROOM}`]);
+    const gone = await parley(["read", `${f.url}/${UNKNOWN_ROOM}`]);
     assert.equal(gone.code, 3);
     assert.match(gone.stderr, /room_not_found[\s\S]*Stop/);
-    assert.equal((await parley(["info", `${server.url}/${UNKNOWN_ROOM}`])).code, 3);
-    assert.equal((await parley(["send", `${server.url}/${UNKNOWN_ROOM}`, "--agent", "x", "hi"])).code, 3);
+    assert.equal((await parley(["info", `${f.url}/${UNKNOWN_ROOM}`])).code, 3);
+    assert.equal((await parley(["send", `${f.url}/${UNKNOWN_ROOM}`, "--agent", "x", "hi"])).code, 3);
 
-    const capped = await startTestServer({ PARLEY_ROOM_MESSAGE_CAP: "1" });
-    try {
-      const { uuid } = await client(capped.url).room();
+    await withApi({ PARLEY_ROOM_MESSAGE_CAP: "1" }, async (capped) => {
+      const { uuid } = await capped.api.room();
       const url = `${capped.url}/${uuid}`;
       assert.equal((await parley(["send", url, "--agent", "x", "only one"])).code, 0);
       const full = await parley(["send", url, "--agent", "x", "one too many"]);
       assert.equal(full.code, 3);
       assert.match(full.stderr, /room_full/);
-    } finally {
-      await capped.close();
-    }
+    });
   });
 
   test("exit code 3 (stop) for an expired room (410)", async () => {
     const clock = new ManualClock(Date.now());
-    const expiring = await startTestServer({ PARLEY_ROOM_IDLE_TTL: "1h" }, { clock });
-    try {
-      const { uuid } = await client(expiring.url).room();
+    await withApi({ PARLEY_ROOM_IDLE_TTL: "1h" }, async (expiring) => {
+      const { uuid } = await expiring.api.room();
       const url = `${expiring.url}/${uuid}`;
       assert.equal((await parley(["read", url])).code, 0);
       clock.advance(3_600_000 + 1);
@@ -351,23 +342,18 @@ describe("skill pack", () => {
         assert.equal(out.code, 3, args[0]);
         assert.match(out.stderr, /410 room_expired/);
       }
-    } finally {
-      await expiring.close();
-    }
+    }, { clock });
   });
 
   test("exit code 4 (back off) for rate_limited, with the Retry-After seconds", async () => {
-    const limited = await startTestServer({ PARLEY_RATE_AGENT_POSTS_PER_MINUTE: "1" });
-    try {
-      const { uuid } = await client(limited.url).room();
+    await withApi({ PARLEY_RATE_AGENT_POSTS_PER_MINUTE: "1" }, async (limited) => {
+      const { uuid } = await limited.api.room();
       const url = `${limited.url}/${uuid}`;
       assert.equal((await parley(["send", url, "--agent", "x", "first"])).code, 0);
       const again = await parley(["send", url, "--agent", "x", "second"]);
       assert.equal(again.code, 4);
       assert.match(again.stderr, /429 rate_limited/);
       assert.match(again.stderr, /Retry-After: \d+/);
-    } finally {
-      await limited.close();
-    }
+    });
   });
 });
