@@ -4,27 +4,26 @@ import { z } from "zod";
 import type { ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import { validationError } from "../lib/errors";
 import { ParleyError } from "../lib/errors";
-import { limitRequest } from "../lib/services";
 import type { Caller, Services } from "../lib/services/context";
 import { getContext, handshake, openThread, reviseThread } from "../lib/services/ledger";
 import { postMessage, readMessages } from "../lib/services/messages";
 import { createRoom, getRoom, listRooms } from "../lib/services/rooms";
 import { verifyRoom } from "../lib/services/verify";
-import { agentId, messageText } from "../lib/schemas/common";
+import { agentId } from "../lib/schemas/common";
 import { verifyBody, verifyReport } from "../lib/schemas/integrity";
 import { context, handshakeBody, openThreadBody, reviseThreadBody, seal, thread } from "../lib/schemas/ledger";
-import { message, messagePage, postedMessage, postMessageBody, readMessagesQuery } from "../lib/schemas/messages";
+import { message, messagePage, postedMessage, postMessageBody, readMessagesQuery, signatureV1 } from "../lib/schemas/messages";
 import { createdRoom, createRoomBody, listRoomsQuery, roomInfo, roomList } from "../lib/schemas/rooms";
 import { roomIdFromArgument } from "./room-arg";
 import {
   claimNextTask, claimTask, createTask, failTask, handoffTask, heartbeatTask, joinBoard, listTasks, releaseTask, reviewTask, submitTask,
 } from "../lib/services/tasks";
 import {
-  claimNextBody, claimTaskBody, createTaskBody, failTaskBody, handoffTaskBody, heartbeatTaskBody, joinBoardBody, releaseTaskBody, reviewTaskBody,
-  submitTaskBody, task as taskSchema, taskListQuery,
+  boardAgent, claimNextBody, claimTaskBody, createTaskBody, failTaskBody, handoffTaskBody, heartbeatTaskBody, joinBoardBody, releaseTaskBody,
+  reviewTaskBody, submitTaskBody, task as taskSchema, taskListQuery,
 } from "../lib/schemas/tasks";
 import { claimTurn, myTurn, replyTurn } from "../lib/services/turns";
-import { claimedTurn, claimTurnBody, myTurn as myTurnSchema, myTurnQuery, repliedTurn, replyTurnBody, turn, turnResult } from "../lib/schemas/turns";
+import { claimedTurn, claimTurnBody, myTurn as myTurnSchema, myTurnQuery, repliedTurn, replyTurnBody, turn } from "../lib/schemas/turns";
 
 /** MCP clients time out long requests, so an MCP long-poll holds at most 25 s (REST: 30 s). */
 export const MCP_MAX_WAIT_SECONDS = 25;
@@ -51,6 +50,11 @@ interface ToolDef {
   /** Advertised in tools/list; the arguments are validated with the REST schemas in `run`. */
   input: z.ZodObject;
   output: z.ZodObject;
+  /**
+   * The service takes the room-creation or post budget, as for the REST route; every other call
+   * takes from the general request budget before `run` (mcp/server.ts), as every other REST request.
+   */
+  ownBudget?: true;
   run(args: Args, ctx: ToolContext): Promise<object> | object;
 }
 
@@ -96,13 +100,26 @@ function asQuery(args: Args, keys: Record<string, "number" | "string">): Record<
   return query;
 }
 
-/** Everything but room creation and posts takes from the general per-client budget, as on REST. */
-const readBudget = (ctx: ToolContext) => limitRequest(ctx.svc, ctx.caller.ip);
-
-/** Advertised shape of `sig`; the arguments are still checked with the REST schema (signatureV1). */
+/**
+ * Advertised shape of `sig`: signatureV1's fields without their patterns and lengths, which would
+ * cost about 130 bytes in each of the 15 signing tools; `run` still checks `sig` with signatureV1.
+ */
 const sig = z
-  .object({ pubkey_hex: z.string(), signature_hex: z.string(), ts: z.string(), nonce: z.string() })
+  .object(Object.fromEntries(Object.keys(signatureV1.shape).map((key) => [key, z.string()])))
+  .optional()
   .describe("Ed25519 signature (see the room instructions)");
+
+/**
+ * A tool's advertised input: `room`, then the fields of the REST body the tool stands for (from its
+ * `.shape`, so a refined body works too: the refinements stay with the schema `run` parses with),
+ * then `fields`, which add or re-describe arguments.
+ */
+function roomAnd(body: z.ZodObject, fields: z.ZodRawShape = {}): z.ZodObject {
+  return z.object({ room, ...body.shape, ...("sig" in body.shape ? { sig } : {}), ...fields });
+}
+
+/** A thread, task or turn id: a JSON number, checked by `idArg`. */
+const idNumber = z.number().int().min(1);
 
 /** The ledger tools advertise the fields an agent acts on; the result carries the full thread. */
 const threadOutput = thread.pick({ id: true, subject: true, current_value: true, status: true, opened_by: true, confirmations: true });
@@ -132,11 +149,13 @@ export const TOOLS: ToolDef[] = [
       "Create a room and get its URL for other agents. Only when asked to start a conversation; to join one, use the URL you were given. owner_token is shown once: keep it private.",
     annotations: WRITES,
     input: z.object({
-      description: z.string().max(500).optional().describe("What the room is for"),
-      is_public: z.boolean().optional().describe("List it on the public rooms page (default false)"),
-      protocol_mode: z.enum(["standard", "premium"]).optional(),
+      ...createRoomBody.shape,
+      description: createRoomBody.shape.description.describe("What the room is for"),
+      is_public: createRoomBody.shape.is_public.describe("List it on the public rooms page"),
+      turns: createRoomBody.shape.turns.describe('Required with mode "turns"'),
     }),
     output: createdRoom,
+    ownBudget: true,
     run(args, { svc, caller }) {
       const { receipt: _receipt, ...created } = createRoom(svc, caller, parse(createRoomBody, args));
       return created;
@@ -150,7 +169,6 @@ export const TOOLS: ToolDef[] = [
     input: z.object({ room }),
     output: roomInfo,
     run(args, ctx) {
-      readBudget(ctx);
       return getRoom(ctx.svc, ctx.caller, roomArg(args));
     },
   },
@@ -159,15 +177,15 @@ export const TOOLS: ToolDef[] = [
     title: "List public rooms",
     description: "Find public rooms by search text (q) and sort order. Private rooms are never listed.",
     annotations: { ...READ_ONLY, openWorldHint: true },
+    // The REST query parses strings; MCP takes JSON numbers for limit and offset.
     input: z.object({
-      q: z.string().optional(),
-      sort: z.enum(["active", "new", "messages", "agents"]).optional(),
+      q: listRoomsQuery.shape.q,
+      sort: listRoomsQuery.shape.sort,
       limit: z.number().int().min(1).optional().describe("Default 50, at most 200"),
       offset: z.number().int().min(0).optional(),
     }),
     output: roomList,
     run(args, ctx) {
-      readBudget(ctx);
       return listRooms(ctx.svc, ctx.caller, parse(listRoomsQuery, asQuery(args, { q: "string", sort: "string", limit: "number", offset: "number" })));
     },
   },
@@ -186,13 +204,12 @@ export const TOOLS: ToolDef[] = [
     }),
     output: messagePage,
     async run(args, ctx) {
-      readBudget(ctx);
-      const id = roomArg(args);
+      const roomId = roomArg(args);
       const query = parse(readMessagesQuery, asQuery(args, { since: "number", limit: "number", tail: "number", wait: "number" }));
       if (query.wait !== undefined && query.wait > MCP_MAX_WAIT_SECONDS) {
         throw new ParleyError("validation_error", `wait: must be at most ${MCP_MAX_WAIT_SECONDS} seconds over MCP.`);
       }
-      return readMessages(ctx.svc, id, query, query.wait ? ctx.signal : undefined);
+      return readMessages(ctx.svc, roomId, query, query.wait ? ctx.signal : undefined);
     },
   },
   {
@@ -201,18 +218,15 @@ export const TOOLS: ToolDef[] = [
     description:
       "Post a message as agent_id, only when you add something new. Keep the receipt: its checkpoint lets verify_integrity prove later that the history was not rewritten. Once an agent_id signs (sig), it must always sign.",
     annotations: WRITES,
-    input: z.object({
-      room,
+    // Without the legacy signature fields (pubkey_hex, signature_hex, ts_iso): sig replaces them.
+    input: roomAnd(z.object(postMessageBody.shape).omit({ pubkey_hex: true, signature_hex: true, ts_iso: true }), {
       agent_id: agentId.describe("Your name in this room; keep it stable"),
-      text: messageText,
-      reply_to: z.number().int().min(1).optional().describe("Id of the message you answer"),
-      memory_root: z.string().max(256).optional(),
-      sig: sig.optional(),
+      reply_to: postMessageBody.shape.reply_to.describe("Id of the message you answer"),
     }),
     output: postedMessage,
+    ownBudget: true,
     async run(args, ctx) {
-      const id = roomArg(args);
-      return postMessage(ctx.svc, ctx.caller, id, parse(postMessageBody, bodyOf(args)));
+      return postMessage(ctx.svc, ctx.caller, roomArg(args), parse(postMessageBody, bodyOf(args)));
     },
   },
   {
@@ -227,7 +241,6 @@ export const TOOLS: ToolDef[] = [
       discrepancies: z.array(z.object({ id: z.number(), thread_id: z.number().nullable(), description: z.string(), status: z.string() })),
     }),
     run(args, ctx) {
-      readBudget(ctx);
       return getContext(ctx.svc, roomArg(args));
     },
   },
@@ -237,19 +250,9 @@ export const TOOLS: ToolDef[] = [
     description:
       "Propose a value for a subject (a price, a date, a decision) in a ledger thread; only you may update or retract it. Cite its source with source_msg_id and quote.",
     annotations: WRITES,
-    input: z.object({
-      room,
-      opened_by: agentId.describe("Your agent_id"),
-      subject: z.string().max(200),
-      value: z.string().max(500),
-      subject_key: z.string().max(200).optional(),
-      source_msg_id: z.number().int().min(1).optional(),
-      quote: z.string().max(300).optional(),
-      sig: sig.optional(),
-    }),
+    input: roomAnd(openThreadBody, { opened_by: agentId.describe("Your agent_id") }),
     output: threadOutput,
     run(args, ctx) {
-      readBudget(ctx);
       return openThread(ctx.svc, roomArg(args), parse(openThreadBody, bodyOf(args)));
     },
   },
@@ -259,21 +262,11 @@ export const TOOLS: ToolDef[] = [
     description:
       "Revise a ledger thread (thread_id from get_context). Others confirm (two distinct confirmations agree it) or contradict; the owner updates (confirmations reset) or retracts (final).",
     annotations: WRITES,
-    input: z.object({
-      room,
-      thread_id: z.number().int().min(1),
-      agent_id: agentId,
-      kind: z.enum(["update", "confirm", "contradict", "retract"]),
-      value: z.string().max(500).optional().describe("Required for update"),
-      source_msg_id: z.number().int().min(1).optional(),
-      quote: z.string().max(300).optional(),
-      sig: sig.optional(),
-    }),
+    input: roomAnd(reviseThreadBody, { thread_id: idNumber, value: reviseThreadBody.shape.value.describe("Required for update") }),
     output: threadOutput,
     run(args, ctx) {
-      readBudget(ctx);
-      const { room: _room, thread_id: threadId, ...body } = args;
-      return reviseThread(ctx.svc, roomArg(args), String(threadId), parse(reviseThreadBody, body));
+      const { room: _room, thread_id: _threadId, ...body } = args;
+      return reviseThread(ctx.svc, roomArg(args), idArg(args, "thread_id"), parse(reviseThreadBody, body));
     },
   },
   {
@@ -282,10 +275,9 @@ export const TOOLS: ToolDef[] = [
     description:
       "Acknowledge the ledger: pass context_hash from get_context. Two agents on the same hash seal it. A changed ledger answers stale_context_hash with the current hash.",
     annotations: WRITES,
-    input: z.object({ room, agent_id: agentId, context_hash: z.string().length(64), sig: sig.optional() }),
+    input: roomAnd(handshakeBody),
     output: z.object({ context_hash: z.string(), sealed: seal }),
     run(args, ctx) {
-      readBudget(ctx);
       return handshake(ctx.svc, roomArg(args), parse(handshakeBody, bodyOf(args)));
     },
   },
@@ -295,13 +287,12 @@ export const TOOLS: ToolDef[] = [
     description:
       "Check the history: hash chain, Merkle tree, checkpoints, signatures. Pass a kept receipt's checkpoint to prove nothing was rewritten or cut since. CLEAN, REFUTED (failing seqs listed) or INCONCLUSIVE.",
     annotations: { ...READ_ONLY, openWorldHint: false },
-    input: z.object({ room, checkpoint: z.string().optional().describe("receipt.checkpoint from an earlier send_message") }),
+    input: roomAnd(verifyBody, { checkpoint: verifyBody.shape.checkpoint.describe("receipt.checkpoint from an earlier send_message") }),
     output: verifyReport,
     async run(args, ctx) {
-      readBudget(ctx);
-      const id = roomArg(args);
+      const roomId = roomArg(args);
       const { checkpoint } = parse(verifyBody, { checkpoint: args.checkpoint ?? undefined });
-      return verifyRoom(ctx.svc, id, { checkpoint });
+      return verifyRoom(ctx.svc, roomId, { checkpoint });
     },
   },
 
@@ -312,21 +303,9 @@ export const TOOLS: ToolDef[] = [
     description:
       "Put a task on the room's board. requires: capabilities a claimant needs; priority 0-9, higher first; reviewer: who accepts the result.",
     annotations: WRITES,
-    input: z.object({
-      room,
-      agent_id: agentId,
-      title: z.string().max(200),
-      description: z.string().max(5000).optional(),
-      requires: z.array(z.string()).max(10).optional(),
-      priority: z.number().int().min(0).max(9).optional(),
-      max_failures: z.number().int().min(1).max(20).optional(),
-      reviewer: z.string().optional(),
-      context_refs: z.array(z.string()).max(20).optional(),
-      sig: sig.optional(),
-    }),
+    input: roomAnd(createTaskBody),
     output: z.object({ task: taskOutput }),
     run(args, ctx) {
-      readBudget(ctx);
       return createTask(ctx.svc, roomArg(args), parse(createTaskBody, bodyOf(args)));
     },
   },
@@ -335,36 +314,41 @@ export const TOOLS: ToolDef[] = [
     title: "List tasks",
     description: "The room's task board, oldest first: status, requires, priority, claimant and lease, failures, receipt, review. Filter with status.",
     annotations: { ...READ_ONLY, openWorldHint: true },
-    input: z.object({ room, status: z.enum(["open", "claimed", "submitted", "accepted", "rejected", "failed", "cancelled"]).optional() }),
+    input: roomAnd(taskListQuery),
     output: z.object({ tasks: z.array(taskOutput) }),
     run(args, ctx) {
-      readBudget(ctx);
       return listTasks(ctx.svc, roomArg(args), parse(taskListQuery, asQuery(args, { status: "string" })).status);
+    },
+  },
+  {
+    // A write of its own with its own sig, as POST /api/rooms/{id}/agents: folded into claim_task,
+    // a signed agent could not sign both, and the join stayed when the claim then failed.
+    name: "join_board",
+    title: "Join the task board",
+    description:
+      "Join the room's task board with your capabilities before claim_task, or refresh them (heartbeat). Signed, the event is agent.joined, or agent.heartbeat while you are on the board.",
+    annotations: WRITES,
+    input: roomAnd(joinBoardBody),
+    output: boardAgent.pick({ agent_id: true, capabilities: true, auth: true, status: true }).extend({ event: z.string() }),
+    run(args, ctx) {
+      return joinBoard(ctx.svc, roomArg(args), parse(joinBoardBody, bodyOf(args)));
     },
   },
   {
     name: "claim_task",
     title: "Claim a task",
     description:
-      "Claim task_id, or without it the best open task you may take. capabilities: join the board (or refresh your heartbeat) first. The lease_token is shown once: keep it for update_task.",
+      "After join_board: claim task_id, or without it the best open task you may take. The lease_token is shown once: keep it for update_task.",
     annotations: WRITES,
-    input: z.object({
-      room,
-      agent_id: agentId,
-      task_id: z.number().int().min(1).optional(),
-      capabilities: z.array(z.string()).max(20).optional().describe("Join or refresh the board with these first"),
-      lease_s: z.number().int().min(30).max(3600).optional(),
-      base_revision: z.number().int().optional(),
-      sig: sig.optional(),
-    }),
+    input: roomAnd(claimTaskBody, { task_id: idNumber.optional() }),
     output: z.object({ task: taskOutput.nullable(), lease_token: z.string().optional() }),
     run(args, ctx) {
-      readBudget(ctx);
-      const id = roomArg(args);
-      const { room: _room, task_id: taskId, capabilities, ...body } = args;
-      if (capabilities !== undefined) joinBoard(ctx.svc, id, parse(joinBoardBody, { agent_id: args.agent_id, capabilities }));
+      const roomId = roomArg(args);
+      const { room: _room, task_id: taskId, ...body } = args;
       const claimed =
-        taskId === undefined ? claimNextTask(ctx.svc, id, parse(claimNextBody, body)) : claimTask(ctx.svc, id, String(taskId), parse(claimTaskBody, body));
+        taskId === undefined
+          ? claimNextTask(ctx.svc, roomId, parse(claimNextBody, body))
+          : claimTask(ctx.svc, roomId, idArg(args, "task_id"), parse(claimTaskBody, body));
       return claimed.task === null ? { task: null } : { task: claimed.task, lease_token: claimed.lease_token };
     },
   },
@@ -374,38 +358,25 @@ export const TOOLS: ToolDef[] = [
     description:
       "With your lease_token: heartbeat (extends the lease), release, fail {reason}, handoff {to_agent or to_capability, note, window_s}, submit {status, summary, artifacts}.",
     annotations: WRITES,
-    input: z.object({
-      room,
-      task_id: z.number().int().min(1),
-      agent_id: agentId,
-      lease_token: z.string(),
-      action: z.enum(["heartbeat", "release", "fail", "handoff", "submit"]),
-      lease_s: z.number().int().optional(),
-      progress: z.string().optional(),
-      reason: z.string().optional(),
-      to_agent: z.string().optional(),
-      to_capability: z.string().optional(),
-      note: z.string().optional(),
-      window_s: z.number().int().optional(),
-      status: z.enum(["completed", "partial", "failed"]).optional(),
-      summary: z.string().optional(),
-      artifacts: z.array(z.object({ type: z.string(), ref: z.string(), sha256: z.string().optional() })).optional().describe("type: url|commit|pr|file|text|hash"),
-      duration_s: z.number().optional(),
-      base_revision: z.number().int().optional(),
-      sig: sig.optional(),
-    }),
+    // One tool for the five lease actions: their bodies' fields, the action-specific ones optional.
+    input: roomAnd(
+      z.object({
+        ...z.object({ ...heartbeatTaskBody.shape, ...failTaskBody.shape, ...handoffTaskBody.shape, ...submitTaskBody.shape }).partial().shape,
+        ...releaseTaskBody.shape,
+      }),
+      { task_id: idNumber, action: z.enum(["heartbeat", "release", "fail", "handoff", "submit"]) },
+    ),
     output: z.object({ task: taskOutput }),
     run(args, ctx) {
-      readBudget(ctx);
-      const id = roomArg(args);
-      const { room: _room, task_id: taskId, action, ...body } = args;
-      const tid = String(taskId);
+      const roomId = roomArg(args);
+      const { room: _room, task_id: _taskId, action, ...body } = args;
+      const tid = idArg(args, "task_id");
       switch (action) {
-        case "heartbeat": return heartbeatTask(ctx.svc, id, tid, parse(heartbeatTaskBody, body));
-        case "release": return releaseTask(ctx.svc, id, tid, parse(releaseTaskBody, body));
-        case "fail": return failTask(ctx.svc, id, tid, parse(failTaskBody, body));
-        case "handoff": return handoffTask(ctx.svc, id, tid, parse(handoffTaskBody, body));
-        case "submit": return submitTask(ctx.svc, id, tid, parse(submitTaskBody, body));
+        case "heartbeat": return heartbeatTask(ctx.svc, roomId, tid, parse(heartbeatTaskBody, body));
+        case "release": return releaseTask(ctx.svc, roomId, tid, parse(releaseTaskBody, body));
+        case "fail": return failTask(ctx.svc, roomId, tid, parse(failTaskBody, body));
+        case "handoff": return handoffTask(ctx.svc, roomId, tid, parse(handoffTaskBody, body));
+        case "submit": return submitTask(ctx.svc, roomId, tid, parse(submitTaskBody, body));
         default: throw new ParleyError("validation_error", "action: must be one of heartbeat, release, fail, handoff, submit.");
       }
     },
@@ -415,20 +386,11 @@ export const TOOLS: ToolDef[] = [
     title: "Review a submitted task",
     description: "As the task's named reviewer or its creator (never its claimant): accept, reject, or needs_fix (reopens it for the previous claimant first).",
     annotations: WRITES,
-    input: z.object({
-      room,
-      task_id: z.number().int().min(1),
-      agent_id: agentId,
-      decision: z.enum(["accept", "reject", "needs_fix"]),
-      note: z.string().max(2000).optional(),
-      base_revision: z.number().int().optional(),
-      sig: sig.optional(),
-    }),
+    input: roomAnd(reviewTaskBody, { task_id: idNumber }),
     output: z.object({ task: taskOutput }),
     run(args, ctx) {
-      readBudget(ctx);
-      const { room: _room, task_id: taskId, ...body } = args;
-      return reviewTask(ctx.svc, roomArg(args), String(taskId), parse(reviewTaskBody, body), undefined);
+      const { room: _room, task_id: _taskId, ...body } = args;
+      return reviewTask(ctx.svc, roomArg(args), idArg(args, "task_id"), parse(reviewTaskBody, body), undefined);
     },
   },
 
@@ -439,17 +401,17 @@ export const TOOLS: ToolDef[] = [
     description:
       "Turns rooms: your open turn and input_messages (said since your last turn); wait returns once it is yours (turn null: ask again). Then claim_turn. Stop when room_status is completed or cancelled.",
     annotations: { ...READ_ONLY, openWorldHint: true },
+    // The REST query parses strings; MCP takes a JSON number for wait.
     input: z.object({
       room,
-      agent_id: agentId,
+      agent_id: myTurnQuery.shape.agent_id,
       wait: z.number().int().min(0).max(MY_TURN_MAX_WAIT_SECONDS).optional().describe("Seconds to wait for it"),
     }),
     output: myTurnSchema.extend({ turn: turnOutput.nullable(), input_messages: inputMessages }),
     async run(args, ctx) {
-      readBudget(ctx);
-      const id = roomArg(args);
+      const roomId = roomArg(args);
       const query = parse(myTurnQuery, { agent_id: args.agent_id, ...asQuery(args, { wait: "number" }) });
-      return myTurn(ctx.svc, id, query, query.wait ? ctx.signal : undefined);
+      return myTurn(ctx.svc, roomId, query, query.wait ? ctx.signal : undefined);
     },
   },
   {
@@ -457,10 +419,9 @@ export const TOOLS: ToolDef[] = [
     title: "Claim your turn",
     description: "Take your open turn (turn.id from my_turn) and get its lease_token (a re-claim returns the same one). reply_turn before lease_until.",
     annotations: { ...WRITES, idempotentHint: true },
-    input: z.object({ room, agent_id: agentId, turn_id: z.number().int().min(1), sig: sig.optional() }),
+    input: roomAnd(claimTurnBody, { turn_id: idNumber }),
     output: claimedTurn.pick({ lease_token: true, lease_until: true }).extend({ input_messages: inputMessages }),
     run(args, ctx) {
-      readBudget(ctx);
       const { room: _room, turn_id: _turnId, ...body } = args;
       return claimTurn(ctx.svc, roomArg(args), idArg(args, "turn_id"), parse(claimTurnBody, body));
     },
@@ -471,10 +432,9 @@ export const TOOLS: ToolDef[] = [
     description:
       "Answer your claimed turn once: posts text and opens the next turn. result: continue, pass, complete (propose to finish; in a confirm turn: confirm, continue rejects) or blocked (stops the room; text says why).",
     annotations: WRITES,
-    input: z.object({ room, agent_id: agentId, turn_id: z.number().int().min(1), lease_token: z.string(), text: messageText, result: turnResult, sig: sig.optional() }),
+    input: roomAnd(replyTurnBody, { turn_id: idNumber }),
     output: repliedTurn.pick({ message_id: true, room_status: true, receipt: true }).extend({ next: turn.pick({ id: true, agent_id: true, phase: true, available_at: true }).nullable() }),
     run(args, ctx) {
-      readBudget(ctx);
       const { room: _room, turn_id: _turnId, ...body } = args;
       return replyTurn(ctx.svc, ctx.caller, roomArg(args), idArg(args, "turn_id"), parse(replyTurnBody, body));
     },

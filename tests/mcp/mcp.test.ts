@@ -9,7 +9,7 @@ import { agentEnvelope } from "../../lib/log/event";
 import { bytesToHex, utf8 } from "../../lib/log/bytes";
 import { nobleSign, noblePublicKey } from "../../lib/log/ed25519";
 
-const TOOL_NAMES = ["create_room", "get_room", "list_rooms", "read_messages", "send_message", "get_context", "open_thread", "revise_thread", "handshake", "verify_integrity", "create_task", "list_tasks", "claim_task", "update_task", "review_task", "my_turn", "claim_turn", "reply_turn"];
+const TOOL_NAMES = ["create_room", "get_room", "list_rooms", "read_messages", "send_message", "get_context", "open_thread", "revise_thread", "handshake", "verify_integrity", "create_task", "list_tasks", "join_board", "claim_task", "update_task", "review_task", "my_turn", "claim_turn", "reply_turn"];
 const UNKNOWN_ROOM = "3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23";
 
 async function connect(server: RunningServer): Promise<Client> {
@@ -98,6 +98,11 @@ describe("MCP endpoint", () => {
     const room = tools.find((x) => x.name === "read_messages")!.inputSchema as any;
     assert.deepEqual(room.required, ["room"]);
     assert.equal(room.properties.wait.maximum, 25);
+    // The inputs are the REST bodies' fields, bounds and all (lib/schemas), not hand copies.
+    const input = (name: string) => tools.find((x) => x.name === name)!.inputSchema as any;
+    assert.deepEqual(input("create_room").properties.mode.enum, ["open", "turns"]);
+    assert.equal(input("handshake").properties.context_hash.pattern, "^[0-9a-fA-F]{64}$");
+    assert.deepEqual([input("update_task").properties.window_s.maximum, input("create_task").properties.reviewer.maxLength], [3600, 100]);
 
     const res = await rpc(server, { jsonrpc: "2.0", id: 1, method: "tools/list" });
     assert.equal(res.status, 200);
@@ -106,7 +111,9 @@ describe("MCP endpoint", () => {
     // 22,000 held 15 tools. The three turns tools (my_turn, claim_turn, reply_turn) add about 4.1 KB
     // even with compact descriptions; the existing descriptions were tightened by 0.5 KB first. The
     // rest would only go by dropping schema detail agents use (the sig shape, output fields).
-    assert.ok(bytes < 25_500, `tools/list is ${bytes} bytes (18 tools: keep them about 1.4 KB each)`);
+    // 25,126 → 27,713: join_board (1.3 KB), create_room's mode and turns (0.8 KB), and the REST
+    // bounds and enums the inputs now carry instead of hand copies (0.5 KB).
+    assert.ok(bytes < 28_500, `tools/list is ${bytes} bytes (19 tools: keep them about 1.5 KB each)`);
   });
 
   test("create_room, get_room, list_rooms and get_context return what REST returns, with this server's URLs", async () => {
@@ -221,6 +228,8 @@ describe("MCP endpoint", () => {
     const sealed = await ok(mcp, "handshake", { room: uuid, agent_id: "alice", context_hash: ctx.context_hash });
     assert.deepEqual(sealed.sealed.agents, ["alice", "bob"]);
     assert.equal((await fails(mcp, "revise_thread", { room: uuid, thread_id: 999, agent_id: "bob", kind: "confirm" })).code, "thread_not_found");
+    const badId = await fails(mcp, "revise_thread", { room: uuid, thread_id: "1", agent_id: "bob", kind: "confirm" });
+    assert.deepEqual([badId.code, badId.detail], ["validation_error", "thread_id: must be a whole number of at least 1."]);
   });
 
   test("errors are isError results with the REST code and sentence", async () => {
@@ -432,6 +441,8 @@ describe("MCP shares the service's rules with REST", () => {
       assert.equal(last?.isError, true, "reads over MCP are limited");
       assert.equal(JSON.parse(last!.content[0]!.text).code, "rate_limited");
       assert.ok(calls <= 12);
+      // Every tool but create_room and send_message takes from that budget, however new.
+      assert.equal((await fails(mcp, "join_board", { room: uuid, agent_id: "a", capabilities: [] })).code, "rate_limited");
       const rest = await api.get(`/api/rooms/${uuid}`);
       assert.equal(rest.status, 429, "and the budget is the one REST reads use");
       assert.ok(Number(rest.headers.get("retry-after")) >= 1);

@@ -2,6 +2,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { testAgent } from "../helpers/agent";
 import { client, startTestServer } from "../helpers/server";
 import type { RunningServer } from "../../server";
 
@@ -31,15 +32,18 @@ describe("MCP task board tools", () => {
     return JSON.parse(r.content[0]!.text) as { code: string; detail: string };
   };
 
-  test("create → claim (joining with capabilities) → submit → review, the same rules as REST", async () => {
+  test("create → join_board → claim → submit → review, the same rules as REST", async () => {
     const room = (await client(server.url).room()).uuid;
     const created = await ok("create_task", { room, agent_id: "planner", title: "Benchmark the parser", requires: ["bench"], reviewer: "checker", priority: 9 });
     const tid = created.task.id as number;
     assert.equal(created.task.status, "open");
-    assert.equal((await fails("claim_task", { room, agent_id: "coder", task_id: tid, capabilities: ["python"] })).code, "capability_mismatch");
+    assert.equal((await fails("claim_task", { room, agent_id: "coder", task_id: tid })).code, "capability_mismatch", "not on the board yet");
+    assert.equal((await ok("join_board", { room, agent_id: "coder", capabilities: ["python"] })).event, "agent.joined");
+    assert.equal((await fails("claim_task", { room, agent_id: "coder", task_id: tid })).code, "capability_mismatch");
     const none = await ok("claim_task", { room, agent_id: "coder" });
     assert.equal(none.task, null, "claim-next never hands out a task the agent lacks a capability for");
-    const claimed = await ok("claim_task", { room, agent_id: "bencher", capabilities: ["bench"] });
+    await ok("join_board", { room, agent_id: "bencher", capabilities: ["bench"] });
+    const claimed = await ok("claim_task", { room, agent_id: "bencher" });
     assert.equal(claimed.task.id, tid);
     assert.equal(claimed.task.status, "claimed");
     const token = claimed.lease_token as string;
@@ -58,7 +62,30 @@ describe("MCP task board tools", () => {
     assert.equal(rest.body.review.reviewer, "checker");
     assert.equal(rest.body.receipt.artifacts[0].ref, "deadbeef");
     assert.equal((await fails("update_task", { room, task_id: tid, agent_id: "x", lease_token: "t", action: "explode" })).code, "validation_error");
+    for (const [name, args] of [["claim_task", { agent_id: "bencher", task_id: "1" }], ["update_task", { agent_id: "bencher", lease_token: token, action: "release" }], ["review_task", { task_id: 0, decision: "accept" }]] as const) {
+      const bad = await fails(name, { room, ...args });
+      assert.equal(bad.code, "validation_error", name);
+      assert.match(bad.detail, /^task_id: /, name);
+    }
   });
+
+  test("a signed agent joins the board and claims over MCP, each write with its own sig", async () => {
+    const room = (await client(server.url).room()).uuid;
+    const tid = (await ok("create_task", { room, agent_id: "planner", title: "Sign here", requires: ["crypto"] })).task.id as number;
+    const worker = testAgent();
+    const joined = await ok("join_board", { room, agent_id: "signer", capabilities: ["crypto"], sig: worker.signWrite(room, "agent.joined", "signer", { capabilities: ["crypto"] }) });
+    assert.deepEqual([joined.event, joined.auth], ["agent.joined", "signed"]);
+    // The key is pinned now: an unsigned join or claim under this agent_id is refused and stores nothing.
+    assert.equal((await fails("join_board", { room, agent_id: "signer", capabilities: ["crypto"] })).code, "signature_required");
+    assert.equal((await fails("claim_task", { room, agent_id: "signer", task_id: tid })).code, "signature_required");
+    const refreshed = await ok("join_board", { room, agent_id: "signer", capabilities: ["crypto"], sig: worker.signWrite(room, "agent.heartbeat", "signer", { capabilities: ["crypto"] }) });
+    assert.equal(refreshed.event, "agent.heartbeat");
+    const claimed = await ok("claim_task", { room, agent_id: "signer", task_id: tid, sig: worker.signWrite(room, "task.claimed", "signer", { task_id: tid }) });
+    assert.equal(claimed.task.status, "claimed");
+    assert.equal(claimed.task.claimant, "signer");
+    assert.equal(typeof claimed.lease_token, "string");
+  });
+
 
   test("the room instructions explain the board", async () => {
     const room = (await client(server.url).room()).uuid;

@@ -170,6 +170,21 @@ describe("MCP turns tools", () => {
     assert.equal((await fails(agent("ana"), "claim_turn", { room, agent_id: "ana", turn_id: last.id })).code, "room_closed");
   });
 
+  test("create_room with mode turns starts a turns room over MCP, with the REST rules for its config", async () => {
+    const created = await ok(agent("ana"), "create_room", { mode: "turns", turns: { participants: ["ana", "ben"], first: "ben", max_rounds: 3 } });
+    assert.equal(created.mode, "turns");
+    assert.equal((await ok(agent("ana"), "get_room", { room: created.uuid })).mode, "turns");
+    const first = await ok(agent("ben"), "my_turn", { room: created.url, agent_id: "ben" });
+    assert.deepEqual([first.room_status, first.turn.agent_id], ["active", "ben"]);
+    const overview = await api.get(`/api/rooms/${created.uuid}/turns`);
+    assert.equal(overview.body.max_rounds, 3);
+    for (const args of [{ mode: "turns" }, { turns: { participants: ["ana", "ben"] } }, { mode: "turns", turns: { participants: ["ana"] } }]) {
+      const mcpError = await fails(agent("ana"), "create_room", args);
+      assert.equal(mcpError.code, "validation_error", JSON.stringify(args));
+      assert.deepEqual(mcpError, (await api.post("/api/rooms", args)).body, "the same detail as REST");
+    }
+  });
+
   test("errors are tool errors with the REST code and sentence: not_your_turn, not_participant, room_not_found, validation", async () => {
     const room = await turnsRoom(api);
     const mine = await ok(agent("ana"), "my_turn", { room, agent_id: "ana" });
