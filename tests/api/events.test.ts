@@ -2,6 +2,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { startApi, type TestApi } from "../helpers/server";
 import { openSse } from "../helpers/sse";
+import { waitUntil } from "../helpers/wait";
 
 let f: TestApi;
 before(async () => (f = await startApi()));
@@ -40,9 +41,11 @@ test("resuming with Last-Event-ID after a forced disconnect loses and duplicates
   const second = await openSse(`${f.url}/api/rooms/${room.uuid}/events`, { "last-event-id": lastId });
   for (let i = 10; i < 12; i++) await f.api.say(room.uuid, "a", `m${i}`);
   await second.waitFor(7);
-  await new Promise((r) => setTimeout(r, 100));
+  // A sentinel: once the next event has arrived, any duplicate sent before it has arrived too.
+  await f.api.say(room.uuid, "a", "sentinel");
+  await waitUntil("the sentinel (seq 14) reaching the resumed stream", () => second.events.some((e) => e.id === "14"));
   const seqs = [...first.events, ...second.events].map((e) => Number(e.id));
-  assert.deepEqual(seqs, Array.from({ length: 13 }, (_, i) => i + 1), "every seq exactly once, in order");
+  assert.deepEqual(seqs, Array.from({ length: 14 }, (_, i) => i + 1), "every seq exactly once, in order");
   await second.close();
 });
 
@@ -65,9 +68,7 @@ test("streams are cleaned up when the client goes away", async () => {
   await Promise.all(streams.map((s) => s.waitFor(1)));
   assert.equal(f.server.svc.notifier.streamCount, 3);
   await Promise.all(streams.map((s) => s.close()));
-  const deadline = Date.now() + 3000;
-  while (f.server.svc.notifier.streamCount > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  assert.equal(f.server.svc.notifier.streamCount, 0);
+  await waitUntil("the server dropping the three closed streams", () => f.server.svc.notifier.streamCount === 0);
 });
 
 test("unknown room is 404, malformed 400", async () => {
@@ -87,19 +88,18 @@ test("pings keep idle streams alive", async () => {
   assert.match(text, /: ping\n\n/);
 });
 
-test("deleting a room ends its streams and its waiting long-polls at once", async () => {
+// The timeout is half the long-poll's wait: a poll the delete did not wake fails the test.
+test("deleting a room ends its streams and its waiting long-polls at once", { timeout: 15_000 }, async () => {
   const room = await f.api.room();
   const sse = await openSse(`${f.url}/api/rooms/${room.uuid}/events`);
   await sse.waitFor(1);
-  const poll = f.api.get(`/api/rooms/${room.uuid}/messages?since=1&wait=20`);
-  await new Promise((r) => setTimeout(r, 100));
-  const t0 = Date.now();
+  const idle = f.server.svc.notifier.streamCount;
+  const poll = f.api.get(`/api/rooms/${room.uuid}/messages?since=1&wait=30`);
+  await waitUntil("the long-poll being parked", () => f.server.svc.notifier.streamCount > idle);
   assert.equal((await f.api.del(`/api/rooms/${room.uuid}`, { authorization: `Bearer ${room.owner_token}` })).status, 200);
   const polled = await poll;
-  assert.ok(Date.now() - t0 < 5000, "the long-poll did not wait out its 20 s");
-  assert.deepEqual(polled.body.messages ?? [], []);
-  const deadline = Date.now() + 3000;
-  while (f.server.svc.notifier.streamCount > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  assert.equal(f.server.svc.notifier.streamCount, 0, "the server ended the stream before the client left");
+  assert.equal(polled.status, 200, JSON.stringify(polled.body));
+  assert.deepEqual(polled.body, { messages: [], has_more: false, next_since: 1 }, "the parked poll ends with an empty page");
+  await waitUntil("the server ending the stream before the client leaves", () => f.server.svc.notifier.streamCount === 0);
   await sse.close();
 });
