@@ -4,35 +4,56 @@
  * shows each attack of SPEC 4.6 being caught.
  */
 import fs from "node:fs";
-import { hexToBytes } from "../lib/log/bytes";
+import { roomIdFromArgument } from "../mcp/room-arg";
 import { ed25519VerifyAsync } from "../lib/services/server-key";
-import { verifyBundle, type RoomBundle, type VerifyReport } from "../lib/log/verify";
+import { BUNDLE_FORMAT, verifyBundle, type RoomBundle, type VerifyReport } from "../lib/log/verify";
+import { parseRoomId } from "../lib/services/rooms";
 import { verifyRoom } from "../lib/services/verify";
 import { ATTACKS, buildDemoRoom } from "./tamper";
 
-const EXIT = { CLEAN: 0, REFUTED: 1, INCONCLUSIVE: 2 } as const;
+const EXIT = { CLEAN: 0, REFUTED: 1, INCONCLUSIVE: 2, USAGE: 3 } as const;
 const USAGE = `usage:
   parley verify <bundle.json | room URL> [--checkpoint saved.txt] [--key <server pubkey hex>] [--json]
   parley tamper-demo
 
-exit codes: 0 CLEAN, 1 REFUTED, 2 INCONCLUSIVE, 3 usage error`;
+exit codes: 0 CLEAN, 1 REFUTED, 2 INCONCLUSIVE, 3 usage or input error (a file that cannot be read, a room that cannot be fetched)`;
 
+/** Anything that stops a check before it starts: exit 3, never 1 (REFUTED says the log was tampered with). */
 class UsageError extends Error {}
+
+const messageOf = (err: unknown) => (err as { cause?: { message?: string } })?.cause?.message ?? (err instanceof Error ? err.message : String(err));
 
 async function loadBundle(target: string): Promise<RoomBundle> {
   if (/^https?:\/\//.test(target)) {
-    const url = new URL(target);
-    const id = url.pathname.split("/").filter(Boolean).find((p) => /^[0-9a-f-]{36}$/i.test(p));
-    if (!id) throw new UsageError(`${target} is not a room URL`);
-    const res = await fetch(`${url.origin}/api/rooms/${id}/export`);
-    if (!res.ok) throw new UsageError(`could not fetch the room bundle: HTTP ${res.status}`);
-    return (await res.json()) as RoomBundle;
+    let id: string;
+    try {
+      id = parseRoomId(roomIdFromArgument(target));
+    } catch {
+      throw new UsageError(`${target} is not a room URL`);
+    }
+    const url = `${new URL(target).origin}/api/rooms/${id}/export`;
+    try {
+      const res = await fetch(url);
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      return (await res.json()) as RoomBundle;
+    } catch (err) {
+      throw new UsageError(`could not fetch the room bundle from ${url}: ${messageOf(err)}`);
+    }
   }
   if (!fs.existsSync(target)) throw new UsageError(`no such file: ${target}`);
   try {
     return JSON.parse(fs.readFileSync(target, "utf8")) as RoomBundle;
   } catch {
     throw new UsageError(`${target} is not JSON`);
+  }
+}
+
+function readCheckpoint(file: string | undefined): string {
+  if (!file) throw new UsageError("--checkpoint needs a file");
+  try {
+    return fs.readFileSync(file, "utf8");
+  } catch (err) {
+    throw new UsageError(`cannot read the checkpoint file ${file}: ${messageOf(err)}`);
   }
 }
 
@@ -53,16 +74,16 @@ async function verifyCommand(args: string[]): Promise<number> {
   let json = false;
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
-    if (a === "--checkpoint") checkpoint = fs.readFileSync(args[++i] ?? "", "utf8");
-    else if (a === "--key") key = args[++i];
+    if (a === "--checkpoint") checkpoint = readCheckpoint(args[++i]);
+    else if (a === "--key") key = args[++i] ?? "";
     else if (a === "--json") json = true;
     else if (!target && !a.startsWith("--")) target = a;
     else throw new UsageError(`unknown argument ${a}`);
   }
   if (!target) throw new UsageError("verify needs a bundle file or a room URL");
+  if (key !== undefined && !/^[0-9a-f]{64}$/i.test(key)) throw new UsageError("--key must be 64 hex digits");
   const bundle = await loadBundle(target);
-  if (bundle?.format !== "parley-room-bundle/1" || !Array.isArray(bundle.events)) throw new UsageError("not a parley-room-bundle/1 file");
-  if (key && hexToBytes(key).length !== 32) throw new UsageError("--key must be 64 hex digits");
+  if (bundle?.format !== BUNDLE_FORMAT || !Array.isArray(bundle.events)) throw new UsageError(`not a ${BUNDLE_FORMAT} file`);
   const report = await verifyBundle(bundle, {
     verify: ed25519VerifyAsync,
     checkpoint,
@@ -106,8 +127,10 @@ export async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof UsageError) {
       console.error(`parley: ${err.message}\n${USAGE}`);
-      return 3;
+      return EXIT.USAGE;
     }
-    throw err;
+    // A bundle the verifier cannot even read: still not a verdict.
+    console.error(`parley: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    return EXIT.USAGE;
   }
 }
