@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { BUNDLE_FORMAT } from "../../lib/log/verify";
 import type { Services } from "../../lib/services/context";
 import { consistencyProofFor, exportRoom, inclusionProofFor, latestCheckpoint, verifyRoom } from "../../lib/services/verify";
 import { consistencyProof, consistencyQuery, inclusionProof, inclusionQuery, verifyBody, verifyReport } from "../../lib/schemas/integrity";
@@ -26,7 +27,7 @@ export function integrityRoutes(app: App, svc: Services): void {
     return c.json(consistencyProofFor(svc, c.req.param("id"), q.from, q.to));
   });
 
-  doc({ method: "get", path: "/api/rooms/:id/export", tag: "integrity", summary: "The room bundle: events, checkpoints, projections; input of the offline verifier", response: z.object({ format: z.literal("parley-room-bundle/1") }).passthrough() });
+  doc({ method: "get", path: "/api/rooms/:id/export", tag: "integrity", summary: "The room bundle: events, checkpoints, projections; input of the offline verifier", response: z.object({ format: z.literal(BUNDLE_FORMAT) }).passthrough() });
   app.get("/api/rooms/:id/export", (c) => {
     const bundle = exportRoom(svc, c.req.param("id"));
     c.header("Content-Disposition", `attachment; filename="parley-room-${bundle.room}.json"`);
