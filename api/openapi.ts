@@ -11,13 +11,16 @@ const errorSchema = {
 const jsonSchema = (schema: z.ZodType, io: "input" | "output") =>
   z.toJSONSchema(schema, { io, unrepresentable: "any", target: "openapi-3.0" }) as Record<string, unknown>;
 
+/** `:id` is a room's UUID; the other path parameters (`:tid` a thread or task, `:did` a discrepancy) are integer ids. */
+const pathParamSchema = (name: string) => (name === "id" ? { type: "string", format: "uuid" } : { type: "integer", minimum: 1 });
+
 /** OpenAPI 3.0 built from the same zod schemas the routes validate with. */
 export function openApiDocument(origin: string) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routeDocs) {
     const path = r.path.replace(/:(\w+)/g, "{$1}");
     const params: unknown[] = [...r.path.matchAll(/:(\w+)/g)].map((m) => ({
-      name: m[1], in: "path", required: true, schema: { type: "string", format: "uuid" },
+      name: m[1], in: "path", required: true, schema: pathParamSchema(m[1]!),
     }));
     if (r.query) {
       const q = jsonSchema(r.query, "input") as { properties?: Record<string, unknown>; required?: string[] };
