@@ -67,14 +67,18 @@ export function socketPeer(c: Context): string {
   }
 }
 
-/** The client address is the socket peer unless PARLEY_TRUST_PROXY names proxy hops to trust. */
-export function clientIp(c: Context, trustProxy: number): string {
+/**
+ * The client address is the socket peer unless PARLEY_TRUST_PROXY names proxy hops to trust. With
+ * fewer X-Forwarded-For entries than trusted hops the request did not come through them all, and
+ * every header it carries may be the client's own: the peer is then the only address we know.
+ */
+function clientIp(c: Context, trustProxy: number): string {
   const peer = socketPeer(c);
   if (trustProxy <= 0) return peer;
   const forwarded = (c.req.header("x-forwarded-for") ?? "").split(",").map((s) => s.trim()).filter(Boolean);
   // Each trusted hop appended the address it saw; the client is the one the outermost trusted hop saw.
   if (forwarded.length >= trustProxy) return forwarded[forwarded.length - trustProxy]!;
-  return c.req.header("x-real-ip")?.trim() || forwarded[0] || peer;
+  return peer;
 }
 
 export function callerFor(svc: Services, c: Context): Caller {
