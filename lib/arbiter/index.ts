@@ -13,9 +13,15 @@ import type { Services } from "../services/context";
 import { getContext } from "../services/ledger";
 import { requireOwner, requireRoom } from "../services/rooms";
 import { Aborted, configuredProviders, type LlmProvider } from "./client";
-import { extractRoom, type ExtractionSummary } from "./extract";
+import { ROOM_GONE } from "../realtime/notifier";
+import type { ExtractionSummary } from "../schemas/arbiter-summary";
+import { extractRoom, type ExtractionSummary as RunSummary } from "./extract";
 
-export type { ExtractionSummary } from "./extract";
+export type { ExtractionSummary } from "../schemas/arbiter-summary";
+
+// extract.ts still declares its own copy of the summary: until it takes the schema's type, the two must not drift apart.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const _oneSummary: Same<RunSummary, ExtractionSummary> = true;
 
 interface RoomState {
   /** The tail of this room's queue of runs. */
@@ -114,7 +120,7 @@ export class Arbiter {
   private heard(room: string, seq: number): void {
     if (this.stopped || !this.isPremium(room)) return;
     const st = this.state(room);
-    if (seq === Number.MAX_SAFE_INTEGER) {
+    if (seq === ROOM_GONE) {
       // Deleted or expired: nothing more to extract.
       clearTimeout(st.timer);
       st.timer = undefined;
