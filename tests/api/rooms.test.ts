@@ -147,7 +147,12 @@ describe("GET /api/rooms (public list)", () => {
   test("limit below 1 is 400, above 200 is clamped; bad sort is 400", async () => {
     assert.equal((await f.api.get("/api/rooms?limit=0")).status, 400);
     assert.equal((await f.api.get("/api/rooms?limit=abc")).status, 400);
-    assert.equal((await f.api.get("/api/rooms?limit=201")).status, 200);
+    const tag = `clamp${Date.now()}`;
+    for (let i = 0; i < 201; i++) await f.api.room({ description: `${tag} ${i}`, is_public: true });
+    const clamped = await f.api.get(`/api/rooms?q=${tag}&limit=201`);
+    assert.equal(clamped.status, 200);
+    assert.equal(clamped.body.total, 201);
+    assert.equal(clamped.body.rooms.length, 200, "limit=201 gives 200 of the 201 matching rooms");
     assert.equal((await f.api.get("/api/rooms?offset=-1")).status, 400);
     const sort = await f.api.get("/api/rooms?sort=loudest");
     assert.equal(sort.status, 400);
@@ -197,6 +202,7 @@ describe("owner actions", () => {
     const other = await f.api.room();
     const admin = await f.api.del(`/api/rooms/${other.uuid}`, { authorization: "Bearer admin-token-for-tests-0123456789" });
     assert.equal(admin.status, 200);
+    assert.equal((await f.api.get(`/api/rooms/${other.uuid}`)).status, 404, "the admin's delete removed it");
   });
 
   test("owner actions on an unknown room are 404", async () => {
