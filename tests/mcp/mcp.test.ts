@@ -1,8 +1,8 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { call, connectMcp, fails, ok, until, type ToolResult } from "../helpers/mcp";
 import { client, ManualClock, startTestServer } from "../helpers/server";
 import type { RunningServer } from "../../server";
 import { agentEnvelope } from "../../lib/log/event";
@@ -11,33 +11,6 @@ import { nobleSign, noblePublicKey } from "../../lib/log/ed25519";
 
 const TOOL_NAMES = ["create_room", "get_room", "list_rooms", "read_messages", "send_message", "get_context", "open_thread", "revise_thread", "handshake", "verify_integrity", "create_task", "list_tasks", "join_board", "claim_task", "update_task", "review_task", "my_turn", "claim_turn", "reply_turn"];
 const UNKNOWN_ROOM = "3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23";
-
-async function connect(server: RunningServer): Promise<Client> {
-  const mcp = new Client({ name: "parley-tests", version: "1.0.0" });
-  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
-  return mcp;
-}
-
-type Result = { isError?: boolean; structuredContent?: any; content: { type: string; text: string }[] };
-
-async function call(mcp: Client, name: string, args: Record<string, unknown> = {}): Promise<Result> {
-  return (await mcp.callTool({ name, arguments: args })) as Result;
-}
-
-async function ok(mcp: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
-  const r = await call(mcp, name, args);
-  assert.ok(!r.isError, `${name} failed: ${r.content[0]?.text}`);
-  assert.deepEqual(JSON.parse(r.content[0]!.text), r.structuredContent, "the text copy is the structured content");
-  return r.structuredContent;
-}
-
-/** The error body of an isError result: {detail, code, retry_after?}. */
-async function fails(mcp: Client, name: string, args: Record<string, unknown> = {}): Promise<{ detail: string; code: string; retry_after?: number }> {
-  const r = await call(mcp, name, args);
-  assert.equal(r.isError, true, `${name} should fail: ${JSON.stringify(r.structuredContent)}`);
-  assert.equal(r.structuredContent, undefined);
-  return JSON.parse(r.content[0]!.text);
-}
 
 /** A raw JSON-RPC POST, as a client without the SDK would send it. */
 function rpc(server: RunningServer, body: unknown, accept = "application/json, text/event-stream") {
@@ -62,7 +35,7 @@ describe("MCP endpoint", () => {
 
   before(async () => {
     server = await startTestServer();
-    mcp = await connect(server);
+    mcp = await connectMcp(server.url);
     api = client(server.url);
   });
   after(async () => {
@@ -188,15 +161,16 @@ describe("MCP endpoint", () => {
     assert.equal(empty.next_since, signed.id);
   });
 
-  test("read_messages with wait long-polls until another agent posts", async () => {
+  // A missed wake-up answers an empty page when the 10 s wait runs out (the body fails), and the
+  // test's timeout, shorter than the wait, fails it before that.
+  test("read_messages with wait long-polls until another agent posts", { timeout: 8_000 }, async () => {
     const { uuid } = await api.room();
-    const started = Date.now();
+    const idle = server.svc.notifier.streamCount;
     const waiting = ok(mcp, "read_messages", { room: uuid, since: 1, wait: 10 });
-    await new Promise((r) => setTimeout(r, 300));
+    await until(() => server.svc.notifier.streamCount > idle, "the read_messages long-poll is parked", 5_000);
     assert.equal((await api.say(uuid, "carol", "anyone there?")).status, 201);
     const page = await waiting;
     assert.deepEqual(page.messages.map((m: any) => m.text), ["anyone there?"]);
-    assert.ok(Date.now() - started < 5_000, "woken by the post, not by the timeout");
   });
 
   test("verify_integrity is CLEAN for an honest room, with and without a kept checkpoint", async () => {
@@ -327,7 +301,7 @@ describe("MCP transport", () => {
 
   test("URLs in tool output use PARLEY_PUBLIC_URL when it is set", async () => {
     const pub = await startTestServer({ PARLEY_PUBLIC_URL: "https://parley.example" });
-    const mcp = await connect(pub);
+    const mcp = await connectMcp(pub.url);
     try {
       const created = await ok(mcp, "create_room", {});
       assert.equal(created.url, `https://parley.example/${created.uuid}`);
@@ -344,7 +318,7 @@ describe("MCP shares the service's rules with REST", () => {
   test("an expired room answers room_expired on every tool", async () => {
     const clock = new ManualClock();
     const server = await startTestServer({ PARLEY_ROOM_IDLE_TTL: "72h" }, { clock });
-    const mcp = await connect(server);
+    const mcp = await connectMcp(server.url);
     try {
       const { uuid } = await ok(mcp, "create_room", {});
       await ok(mcp, "send_message", { room: uuid, agent_id: "a", text: "before" });
@@ -362,7 +336,7 @@ describe("MCP shares the service's rules with REST", () => {
 
   test("the message cap holds across MCP and REST: room_full", async () => {
     const server = await startTestServer({ PARLEY_ROOM_MESSAGE_CAP: "3" });
-    const mcp = await connect(server);
+    const mcp = await connectMcp(server.url);
     const api = client(server.url);
     try {
       const { uuid } = await api.room();
@@ -384,7 +358,7 @@ describe("MCP shares the service's rules with REST", () => {
 
   test("posts over MCP and REST share the per-(room, agent) rate limit", async () => {
     const server = await startTestServer({ PARLEY_RATE_AGENT_POSTS_PER_MINUTE: "2" });
-    const mcp = await connect(server);
+    const mcp = await connectMcp(server.url);
     const api = client(server.url);
     try {
       const { uuid } = await api.room();
@@ -406,7 +380,7 @@ describe("MCP shares the service's rules with REST", () => {
 
   test("posts over MCP and REST share the per-client rate limit", async () => {
     const server = await startTestServer({ PARLEY_RATE_POSTS_PER_MINUTE: "3" });
-    const mcp = await connect(server);
+    const mcp = await connectMcp(server.url);
     const api = client(server.url);
     try {
       const { uuid } = await api.room();
@@ -423,7 +397,7 @@ describe("MCP shares the service's rules with REST", () => {
 
   test("room creation and reads over MCP take from the same budgets as REST", async () => {
     const server = await startTestServer({ PARLEY_RATE_ROOMS_PER_HOUR: "2", PARLEY_RATE_REQUESTS_PER_MINUTE: "12" });
-    const mcp = await connect(server);
+    const mcp = await connectMcp(server.url);
     const api = client(server.url);
     try {
       const { uuid } = await ok(mcp, "create_room", {});
@@ -432,7 +406,7 @@ describe("MCP shares the service's rules with REST", () => {
       assert.equal((await api.post("/api/rooms", {})).status, 429);
 
       let calls = 0;
-      let last: Result | undefined;
+      let last: ToolResult | undefined;
       while (calls < 20) {
         calls++;
         last = await call(mcp, "get_room", { room: uuid });

@@ -1,36 +1,24 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { connectMcp, fails as failsOn, ok as okOn } from "../helpers/mcp";
 import { testAgent } from "../helpers/agent";
 import { client, startTestServer } from "../helpers/server";
 import type { RunningServer } from "../../server";
-
-type Result = { isError?: boolean; structuredContent?: any; content: { type: string; text: string }[] };
 
 describe("MCP task board tools", () => {
   let server: RunningServer;
   let mcp: Client;
   before(async () => {
     server = await startTestServer();
-    mcp = new Client({ name: "parley-tests", version: "1.0.0" });
-    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
+    mcp = await connectMcp(server.url);
   });
   after(async () => {
     await mcp.close();
     await server.close();
   });
-  const call = async (name: string, args: Record<string, unknown>) => (await mcp.callTool({ name, arguments: args })) as Result;
-  const ok = async (name: string, args: Record<string, unknown>) => {
-    const r = await call(name, args);
-    assert.ok(!r.isError, `${name} failed: ${r.content[0]?.text}`);
-    return r.structuredContent;
-  };
-  const fails = async (name: string, args: Record<string, unknown>) => {
-    const r = await call(name, args);
-    assert.equal(r.isError, true, `${name} should fail`);
-    return JSON.parse(r.content[0]!.text) as { code: string; detail: string };
-  };
+  const ok = (name: string, args: Record<string, unknown>) => okOn(mcp, name, args);
+  const fails = (name: string, args: Record<string, unknown>) => failsOn(mcp, name, args);
 
   test("create → join_board → claim → submit → review, the same rules as REST", async () => {
     const room = (await client(server.url).room()).uuid;
@@ -85,7 +73,6 @@ describe("MCP task board tools", () => {
     assert.equal(claimed.task.claimant, "signer");
     assert.equal(typeof claimed.lease_token, "string");
   });
-
 
   test("the room instructions explain the board", async () => {
     const room = (await client(server.url).room()).uuid;

@@ -7,8 +7,8 @@ import { execFile } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { connectMcp, ok, until } from "../helpers/mcp";
 import { startTestServer, tempDir } from "../helpers/server";
 
 const run = promisify(execFile);
@@ -38,15 +38,12 @@ try {
   }
 
   // ---- agent A connects over MCP
-  mcp = new Client({ name: "smoke-planner", version: "1.0.0" });
-  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
+  mcp = await connectMcp(server.url, "smoke-planner");
   const { tools } = await mcp.listTools();
   log("planner", `connected to ${server.url}/mcp: ${tools.length} tools (${tools.map((t) => t.name).join(", ")})`);
   async function planner(name: string, args: Record<string, unknown>): Promise<any> {
     log("planner", `→ ${name} ${JSON.stringify(args).slice(0, 100)}`);
-    const result = (await mcp!.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent?: any; content: { text: string }[] };
-    if (result.isError) throw new Error(`${name} failed: ${result.content[0]?.text}`);
-    return result.structuredContent;
+    return ok(mcp!, name, args);
   }
 
   // 1. A creates the room and hands its URL to B.
@@ -61,8 +58,12 @@ try {
   assert.deepEqual((await builder(["read", room.url])).messages, []);
 
   // 3. A opens with a proposal; B is already long-polling and wakes up on it.
-  const bWaits = builder(["wait", room.url, "--timeout", "25"]);
-  await new Promise((r) => setTimeout(r, 300));
+  //    A missed wake-up answers B an empty page after its 25 s wait, and the check below fails.
+  const idle = server.svc.notifier.streamCount;
+  let bAnswered = false;
+  const bWaits = builder(["wait", room.url, "--timeout", "25"]).finally(() => (bAnswered = true));
+  bWaits.catch(() => {}); // its failure is reported where it is awaited, below
+  await until(() => bAnswered || server.svc.notifier.streamCount > idle, "builder's long-poll is parked on the server", 20_000);
   const a1 = await planner("send_message", { room: room.url, agent_id: "planner", text: "Proposal: code freeze on 5 March, release v2 on 12 March. Does that work for the build?" });
   const seenByB = await bWaits;
   assert.deepEqual(seenByB.messages.map((m: any) => m.id), [a1.id]);
