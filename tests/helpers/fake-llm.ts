@@ -3,10 +3,13 @@
  * protocol (`POST /v1/chat/completions`). Tests script its replies call by call or give it a
  * handler that sees each request; it adds latency, fails on demand, counts calls and reports
  * `usage`. Without a script or handler it behaves as `dslModel`, a tiny deterministic "model".
+ * It also counts the requests its client abandoned (closed the connection before the reply).
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { subjectKey } from "../../lib/domain/ledger";
+import type { RunningServer } from "../../server";
+import { client, startTestServer } from "./server";
 
 export interface PromptData {
   open_threads: { id: number; subject?: string; subject_key: string; value: string; status: string; owner: string }[];
@@ -26,6 +29,8 @@ export interface FakeCall {
   /** True for a corrective retry (the conversation carries an earlier answer). */
   corrective: boolean;
   authorization: string | undefined;
+  /** Set when the client closed the connection before this call was answered. */
+  aborted: boolean;
 }
 
 export type FakeReply =
@@ -84,6 +89,8 @@ export interface FakeLlm {
   baseUrl: string;
   calls: FakeCall[];
   readonly count: number;
+  /** Requests whose client closed the connection before the reply (not the fake's own hang-ups). */
+  readonly aborted: number;
   /** Replies for the next calls, in order; afterwards the handler answers. */
   script(...replies: (FakeReply | FakeHandler)[]): void;
   setHandler(handler: FakeHandler): void;
@@ -98,7 +105,23 @@ export async function startFakeLlm(opts: { handler?: FakeHandler; latencyMs?: nu
   let queue: (FakeReply | FakeHandler)[] = [];
   const calls: FakeCall[] = [];
 
+  let aborted = 0;
+  let closing = false;
+
   const server = http.createServer((req, res) => {
+    let call: FakeCall | undefined;
+    let hungUp = false;
+    // The client gave up when the connection closes before the reply was written (and not
+    // because this fake hung up or is shutting down).
+    const gone = new Promise<void>((resolve) =>
+      res.on("close", () => {
+        if (!res.writableEnded && !hungUp && !closing) {
+          aborted++;
+          if (call) call.aborted = true;
+        }
+        resolve();
+      }),
+    );
     let raw = "";
     req.setEncoding("utf8");
     req.on("data", (chunk: string) => (raw += chunk));
@@ -111,7 +134,7 @@ export async function startFakeLlm(opts: { handler?: FakeHandler; latencyMs?: nu
         const body = JSON.parse(raw);
         const msgs = body.messages as { role: string; content: string }[];
         const user = msgs.find((m) => m.role === "user")?.content ?? "";
-        const call: FakeCall = {
+        call = {
           n: calls.length + 1,
           body,
           system: msgs.find((m) => m.role === "system")?.content ?? "",
@@ -119,13 +142,23 @@ export async function startFakeLlm(opts: { handler?: FakeHandler; latencyMs?: nu
           data: promptData(user),
           corrective: msgs.length > 2,
           authorization: req.headers.authorization,
+          aborted: false,
         };
         calls.push(call);
         const next = queue.shift() ?? handler;
         const reply = typeof next === "function" ? await next(call) : next;
         const delay = (reply.delayMs ?? 0) + fake.latencyMs;
-        if (delay > 0) await new Promise((r) => setTimeout(r, delay));
-        if ("hangup" in reply) return void req.socket.destroy();
+        if (delay > 0) {
+          // A client that leaves during the delay ends the wait: nobody is left to answer.
+          let timer: ReturnType<typeof setTimeout> | undefined;
+          await Promise.race([new Promise((r) => (timer = setTimeout(r, delay))), gone]);
+          clearTimeout(timer);
+        }
+        if (res.destroyed) return;
+        if ("hangup" in reply) {
+          hungUp = true;
+          return void req.socket.destroy();
+        }
         if ("status" in reply) {
           res.writeHead(reply.status, { "content-type": "application/json" }).end(JSON.stringify(reply.body ?? { error: { message: `fake failure ${reply.status}`, type: "server_error" } }));
           return;
@@ -154,15 +187,20 @@ export async function startFakeLlm(opts: { handler?: FakeHandler; latencyMs?: nu
     get count() {
       return calls.length;
     },
+    get aborted() {
+      return aborted;
+    },
     script: (...replies) => void (queue = [...queue, ...replies]),
     setHandler: (h) => void (handler = h),
     latencyMs: opts.latencyMs ?? 0,
     reset() {
       calls.length = 0;
+      aborted = 0;
       queue = [];
       handler = opts.handler ?? dslModel;
     },
     async close() {
+      closing = true;
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
@@ -181,5 +219,45 @@ export function arbiterEnv(llm: { baseUrl: string }, extra: Record<string, strin
     PARLEY_ARBITER_COALESCE: "300ms",
     PARLEY_ARBITER_TIMEOUT: "5s",
     ...extra,
+  };
+}
+
+export interface ArbiterApi {
+  llm: FakeLlm;
+  server: RunningServer;
+  api: ReturnType<typeof client>;
+  /** Shuts the server, then the fake LLM if this call started it. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/**
+ * A real server whose arbiter talks to a fake LLM: the given one, or a new one. A plain factory,
+ * not a hook registrar: callers decide when to start and close it.
+ */
+export async function startArbiterApi(env: Record<string, string> = {}, opts: { llm?: FakeLlm } = {}): Promise<ArbiterApi> {
+  const llm = opts.llm ?? (await startFakeLlm());
+  const ownLlm = !opts.llm;
+  let server: RunningServer;
+  try {
+    server = await startTestServer(arbiterEnv(llm, env));
+  } catch (err) {
+    if (ownLlm) await llm.close();
+    throw err;
+  }
+  let closed: Promise<void> | undefined;
+  return {
+    llm,
+    server,
+    api: client(server.url),
+    close() {
+      closed ??= (async () => {
+        try {
+          await server.close();
+        } finally {
+          if (ownLlm) await llm.close();
+        }
+      })();
+      return closed;
+    },
   };
 }
