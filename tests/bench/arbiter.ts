@@ -12,8 +12,7 @@ import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import autocannon from "autocannon";
-import { startFakeLlm, arbiterEnv } from "../helpers/fake-llm";
-import { startTestServer } from "../helpers/server";
+import { startArbiterApi } from "../helpers/fake-llm";
 import { loadConfig } from "../../lib/config";
 import { contextHash, sealOf } from "../../lib/domain/ledger";
 import { createServices } from "../../lib/services";
@@ -41,8 +40,8 @@ async function json(base: string, method: string, url: string, body?: unknown): 
 
 /** 100 messages, 4 agents, 10 s: each agent proposes a topic in turn and the three others confirm it. */
 async function premiumRoom(report: Report): Promise<void> {
-  const llm = await startFakeLlm({ latencyMs: 200 });
-  const server = await startTestServer(arbiterEnv(llm, { PARLEY_ARBITER_COALESCE: process.env.BENCH_COALESCE ?? "1.5s" }));
+  const { llm, server, close } = await startArbiterApi({ PARLEY_ARBITER_COALESCE: process.env.BENCH_COALESCE ?? "1.5s" });
+  llm.latencyMs = 200;
   try {
     const base = server.url;
     const room = (await json(base, "POST", "/api/rooms", { protocol_mode: "premium" })).uuid as string;
@@ -78,8 +77,7 @@ async function premiumRoom(report: Report): Promise<void> {
     report("Premium room: last message → reflected in the ledger", `${lag.toFixed(0)} ms`);
     report("Premium room: messages with their item in the ledger", `${100 - missing.length}/100, ${ctx.threads.length}/25 threads, ${agreed} agreed${missing.length ? `, missing ${missing.join(",")}` : ""}`);
   } finally {
-    await server.close();
-    await llm.close();
+    await close();
   }
 }
 
