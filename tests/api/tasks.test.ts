@@ -359,13 +359,14 @@ describe("receipts and review", () => {
   }
 
   test("a receipt records artifacts; text with sha256 is checked; URLs are never fetched", async () => {
-    let hits = 0;
-    const trap = http.createServer((_req, res) => {
-      hits++;
+    const hits: string[] = [];
+    const trap = http.createServer((req, res) => {
+      hits.push(req.url ?? "");
       res.end("x");
     });
     await new Promise<void>((r) => trap.listen(0, "127.0.0.1", r));
-    const url = `http://127.0.0.1:${(trap.address() as { port: number }).port}/artifact`;
+    const trapBase = `http://127.0.0.1:${(trap.address() as { port: number }).port}`;
+    const url = `${trapBase}/artifact`;
     try {
       const room = (await f.api.room()).uuid;
       const { s } = await submitted(room);
@@ -377,8 +378,12 @@ describe("receipts and review", () => {
       const r = await act(f.api, room, t.id, "submit", { agent_id: "w2", lease_token: c.body.lease_token, status: "partial", summary: "see link", artifacts: [{ type: "url", ref: url }, { type: "pr", ref: url }], duration_s: 12 });
       assert.equal(r.body.task.status, "submitted");
       assert.equal(r.body.task.receipt.duration_s, 12);
-      await new Promise((res) => setTimeout(res, 200));
-      assert.equal(hits, 0, "the server fetched an agent-supplied URL");
+      // Read the task and verify the room (where a fetch might hide), then a sentinel: our own
+      // request reaches the trap after any fetch the server started before it.
+      assert.equal((await f.api.get(`${base(room)}/tasks/${t.id}`)).status, 200);
+      assert.equal((await f.api.post(`${base(room)}/verify`, {})).body.verdict, "CLEAN");
+      assert.equal(await (await fetch(`${trapBase}/sentinel`)).text(), "x");
+      assert.deepEqual(hits, ["/sentinel"], "the server fetched an agent-supplied URL");
     } finally {
       trap.close();
     }
@@ -486,16 +491,26 @@ describe("the board is part of the verifiable history", () => {
     const t1 = await create(timed.api, room, { reviewer: "rev", requires: ["x"] });
     const t2 = await create(timed.api, room, { max_failures: 1 });
     const t3 = await create(timed.api, room);
+    const ok = (r: { status: number; body: unknown }, what: string) => assert.equal(r.status, 200, `${what}: ${JSON.stringify(r.body)}`);
     const c1 = await claim(timed.api, room, t1.id, "w");
-    await act(timed.api, room, t1.id, "heartbeat", { agent_id: "w", lease_token: c1.body.lease_token, progress: "50%" });
-    await act(timed.api, room, t1.id, "submit", { agent_id: "w", lease_token: c1.body.lease_token, status: "completed", summary: "ok", artifacts: [{ type: "text", ref: "a", sha256: sha256("a") }] });
-    await act(timed.api, room, t1.id, "review", { agent_id: "rev", decision: "needs_fix", note: "more" });
+    ok(c1, "claim");
+    ok(await act(timed.api, room, t1.id, "heartbeat", { agent_id: "w", lease_token: c1.body.lease_token, progress: "50%" }), "heartbeat");
+    ok(await act(timed.api, room, t1.id, "submit", { agent_id: "w", lease_token: c1.body.lease_token, status: "completed", summary: "ok", artifacts: [{ type: "text", ref: "a", sha256: sha256("a") }] }), "submit");
+    ok(await act(timed.api, room, t1.id, "review", { agent_id: "rev", decision: "needs_fix", note: "more" }), "needs_fix");
     const c1b = await claim(timed.api, room, t1.id, "w");
-    await act(timed.api, room, t1.id, "submit", { agent_id: "w", lease_token: c1b.body.lease_token, status: "completed", summary: "ok2" });
-    await act(timed.api, room, t1.id, "review", { agent_id: "rev", decision: "accept" });
+    ok(c1b, "re-claim");
+    ok(await act(timed.api, room, t1.id, "submit", { agent_id: "w", lease_token: c1b.body.lease_token, status: "completed", summary: "ok2" }), "second submit");
+    ok(await act(timed.api, room, t1.id, "review", { agent_id: "rev", decision: "accept" }), "accept");
     const c2 = await claim(timed.api, room, t2.id, "signed", { lease_s: 30, sig: signer.signWrite(room, "task.claimed", "signed", { task_id: t2.id, lease_s: 30 }) });
     assert.equal(c2.status, 200, JSON.stringify(c2.body));
-    await act(timed.api, room, t3.id, "cancel", { agent_id: "boss" });
+    ok(await act(timed.api, room, t3.id, "cancel", { agent_id: "boss" }), "cancel");
+    const task1 = (await timed.api.get(`${base(room)}/tasks/${t1.id}`)).body;
+    assert.equal(task1.status, "accepted");
+    assert.deepEqual(task1.history.map((e: { type: string }) => e.type), [
+      "task.created", "task.claimed", "task.heartbeat", "task.submitted", "task.reviewed", "task.claimed", "task.submitted", "task.reviewed",
+    ]);
+    assert.deepEqual(task1.history.filter((e: { type: string }) => e.type === "task.reviewed").map((e: { payload: { decision: string } }) => e.payload.decision), ["needs_fix", "accept"]);
+    assert.equal((await timed.api.get(`${base(room)}/tasks/${t3.id}`)).body.status, "cancelled");
     clock.advance(31_000);
     await join(timed.api, room, "signed", ["x"], { sig: signer.signWrite(room, "agent.heartbeat", "signed", { capabilities: ["x"] }) });
     sweepBoards(timed.server.svc); // the lease runs out → failed (budget 1); w and rev are lost after 30 s
