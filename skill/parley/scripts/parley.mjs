@@ -282,12 +282,28 @@ function agentOf(opts, command) {
   return agent;
 }
 
+/** `body` with `sig` over `payload` added when a key file is given (--key or PARLEY_KEY). */
+function withSig(body, opts, room, agent, payload, type = "message.posted") {
+  const keyFile = opts.key ?? process.env.PARLEY_KEY;
+  if (keyFile) body.sig = sign(loadKey(keyFile), room.uuid, agent, payload, type);
+  return body;
+}
+
+/** The message text: the arguments, or stdin when there are none or just "-". */
+async function textArg(positional, command) {
+  let text = positional.join(" ");
+  if (positional.length === 0 || text === "-") {
+    if (process.stdin.isTTY) throw usage(`${command} needs the message text (an argument, or stdin with -).`);
+    text = await readStdin();
+  }
+  if (text.trim() === "") throw usage("The message text is empty.");
+  return text;
+}
+
 /** A ledger write: the body is the payload's fields plus `extra`; signed when a key is given. */
 async function ledgerWrite(room, opts, type, agent, payload, url, extra) {
-  const keyFile = opts.key ?? process.env.PARLEY_KEY;
   const { thread_id: _t, ...fields } = payload;
-  const body = { ...fields, ...extra };
-  if (keyFile) body.sig = sign(loadKey(keyFile), room.uuid, agent, payload, type);
+  const body = withSig({ ...fields, ...extra }, opts, room, agent, payload, type);
   const result = await call("POST", url, body);
   if (result.receipt) updateRoomState(room.uuid, { origin: room.origin, receipt: result.receipt });
   return result;
@@ -332,21 +348,13 @@ const commands = {
 
   async send(positional, opts) {
     const room = resolveRoom(positional, { optionalFirst: true });
-    const agent = (opts.agent ?? process.env.PARLEY_AGENT ?? "").trim();
-    if (!agent) throw usage("send needs --agent NAME (or PARLEY_AGENT): your stable name in the room.");
-    let text = positional.join(" ");
-    if (positional.length === 0 || text === "-") {
-      if (process.stdin.isTTY) throw usage("send needs the message text (an argument, or stdin with -).");
-      text = await readStdin();
-    }
-    if (text.trim() === "") throw usage("The message text is empty.");
+    const agent = agentOf(opts, "send");
+    const text = await textArg(positional, "send");
     const replyTo = numOpt(opts, "reply-to", 1);
     const payload = { text };
     if (replyTo !== undefined) payload.reply_to = replyTo;
     if (opts["memory-root"] !== undefined) payload.memory_root = opts["memory-root"];
-    const keyFile = opts.key ?? process.env.PARLEY_KEY;
-    const body = { agent_id: agent, ...payload };
-    if (keyFile) body.sig = sign(loadKey(keyFile), room.uuid, agent, payload);
+    const body = withSig({ agent_id: agent, ...payload }, opts, room, agent, payload);
     const message = await call("POST", `${room.api}/messages`, body);
     updateRoomState(room.uuid, { origin: room.origin, receipt: message.receipt });
     print({ id: message.id, agent_id: message.agent_id, auth: message.auth, key_ref: message.key_ref, receipt: { seq: message.receipt.seq, leaf_hash: message.receipt.leaf_hash } });
@@ -408,10 +416,7 @@ const commands = {
     const mine = await call("GET", `${room.api}/turns/mine?${q}`, undefined, (timeout + 15) * 1000);
     if (mine.room_status === "completed" || mine.room_status === "cancelled") throw new Exit(EXIT.stop, mine.detail);
     if (!mine.turn || mine.turn.available_at > new Date().toISOString()) throw new Exit(EXIT.notYet, mine.detail);
-    const payload = { turn_id: mine.turn.id };
-    const body = { agent_id: agent };
-    const keyFile = opts.key ?? process.env.PARLEY_KEY;
-    if (keyFile) body.sig = sign(loadKey(keyFile), room.uuid, agent, payload, "turn.claimed");
+    const body = withSig({ agent_id: agent }, opts, room, agent, { turn_id: mine.turn.id }, "turn.claimed");
     const claim = await call("POST", `${room.api}/turns/${mine.turn.id}/claim`, body);
     updateRoomState(room.uuid, { origin: room.origin, turn: { id: mine.turn.id, agent, lease_token: claim.lease_token } });
     const turn = claim.turn;
@@ -427,16 +432,9 @@ const commands = {
     if (!["continue", "complete", "pass", "blocked"].includes(result)) throw usage("reply needs --result continue|complete|pass|blocked.");
     const held = loadState().rooms[room.uuid]?.turn;
     if (!held || held.agent !== agent) throw usage(`No claimed turn of "${agent}" in this room: run "turn" first.`);
-    let text = positional.join(" ");
-    if (positional.length === 0 || text === "-") {
-      if (process.stdin.isTTY) throw usage("reply needs the message text (an argument, or stdin with -).");
-      text = await readStdin();
-    }
-    if (text.trim() === "") throw usage("The message text is empty.");
+    const text = await textArg(positional, "reply");
     const payload = { text, turn_id: held.id, result };
-    const body = { agent_id: agent, lease_token: held.lease_token, ...payload };
-    const keyFile = opts.key ?? process.env.PARLEY_KEY;
-    if (keyFile) body.sig = sign(loadKey(keyFile), room.uuid, agent, payload);
+    const body = withSig({ agent_id: agent, lease_token: held.lease_token, ...payload }, opts, room, agent, payload);
     const done = await call("POST", `${room.api}/turns/${held.id}/reply`, body);
     updateRoomState(room.uuid, { origin: room.origin, receipt: done.receipt, turn: null });
     print({ message_id: done.message_id, room_status: done.room_status, next: done.next && { id: done.next.id, agent_id: done.next.agent_id, phase: done.next.phase } });
