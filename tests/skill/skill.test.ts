@@ -8,6 +8,7 @@ import { promisify } from "node:util";
 import Database from "better-sqlite3";
 import { ManualClock, startApi, tempDir, withApi, type TestApi } from "../helpers/server";
 import type { RunningServer } from "../../server";
+import { waitUntil } from "../helpers/wait";
 
 const run = promisify(execFile);
 const SOURCE = fileURLToPath(new URL("../../skill/", import.meta.url));
@@ -201,8 +202,10 @@ describe("skill pack", () => {
     assert.equal(since.has_more, true);
 
     // wait: from the saved cursor (4), woken by alice's next message.
+    const idle = f.server.svc.notifier.streamCount;
     const waiting = parley(["wait", room.url, "--timeout", "20"]);
-    await new Promise((r) => setTimeout(r, 500));
+    // A child process starts slowly on a busy machine: allow it most of its 20 s wait to get parked.
+    await waitUntil("parley wait parking its long-poll", () => f.server.svc.notifier.streamCount > idle, 15_000);
     assert.equal((await f.api.say(room.uuid, "alice", "Deal.")).status, 201);
     const woke = await waiting;
     assert.equal(woke.code, 0, woke.stderr);
