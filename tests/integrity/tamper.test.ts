@@ -5,8 +5,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import { ATTACKS, buildDemoRoom, type DemoRoom } from "../../cli/tamper";
-import { exportRoom, verifyRoom } from "../../lib/services/verify";
-import { tempDir } from "../helpers/server";
+import { exportRoom } from "../../lib/services/verify";
+import { startApi, tempDir } from "../helpers/server";
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -28,6 +28,38 @@ function saveBundle(demo: DemoRoom): string {
   return file;
 }
 
+interface Report {
+  verdict: string;
+  explanation: string;
+  failures: { seq: number | null; type: string }[];
+  details: { agent_signatures: number; caller_checkpoint?: { size: number; consistent: boolean } };
+}
+
+/**
+ * POST /api/rooms/{id}/verify on a real server started on the demo's data directory (its
+ * database and server key, tampered or not), once per request body.
+ */
+async function serverVerify(demo: DemoRoom, ...bodies: Record<string, unknown>[]): Promise<Report[]> {
+  const f = await startApi({ PARLEY_DATA_DIR: path.dirname(demo.dbFile) });
+  try {
+    const reports: Report[] = [];
+    for (const body of bodies) {
+      const r = await f.api.post<Report>(`/api/rooms/${demo.room}/verify`, body);
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      reports.push(r.body);
+    }
+    return reports;
+  } finally {
+    await f.close();
+  }
+}
+
+/** Closes the demo's store and removes its data directory. */
+function dispose(demo: DemoRoom): void {
+  demo.close();
+  fs.rmSync(path.dirname(demo.dbFile), { recursive: true, force: true });
+}
+
 function saveCheckpoint(demo: DemoRoom): string {
   const file = path.join(tempDir(), "kept.txt");
   fs.writeFileSync(file, demo.keptCheckpoint);
@@ -37,36 +69,40 @@ function saveCheckpoint(demo: DemoRoom): string {
 test("an honest room is CLEAN online and offline, with and without the kept checkpoint", async () => {
   const demo = await buildDemoRoom();
   try {
-    const online = await verifyRoom(demo.svc, demo.room, { checkpoint: demo.keptCheckpoint });
-    assert.equal(online.verdict, "CLEAN", online.explanation);
-    assert.equal(online.details.agent_signatures, 2);
-    assert.deepEqual(online.details.caller_checkpoint, { size: 5, consistent: true });
+    const [online] = await serverVerify(demo, { checkpoint: demo.keptCheckpoint });
+    assert.equal(online!.verdict, "CLEAN", online!.explanation);
+    assert.equal(online!.details.agent_signatures, 2);
+    assert.deepEqual(online!.details.caller_checkpoint, { size: 5, consistent: true });
     const file = saveBundle(demo);
     assert.equal((await cliVerify(file)).code, 0);
     const withCheckpoint = await cliVerify(file, "--checkpoint", saveCheckpoint(demo), "--key", demo.svc.key.pubkeyHex);
     assert.equal(withCheckpoint.code, 0, withCheckpoint.out);
     assert.match(withCheckpoint.out, /^CLEAN/);
   } finally {
-    demo.close();
+    dispose(demo);
   }
 });
 
 describe("every attack of SPEC 4.6 is REFUTED by the server and by the offline CLI", () => {
+  test("the demo runs exactly the attacks (a) to (e)", () => {
+    assert.deepEqual(ATTACKS.map((a) => a.id), ["a", "b", "c", "d", "e"]);
+  });
+
   for (const attack of ATTACKS) {
     test(`(${attack.id}) ${attack.title}`, async () => {
       const demo = await buildDemoRoom();
       try {
         attack.run(demo);
         const opts = attack.withKeptCheckpoint ? { checkpoint: demo.keptCheckpoint } : {};
-        const online = await verifyRoom(demo.svc, demo.room, opts);
-        assert.equal(online.verdict, "REFUTED", online.explanation);
-        assert.ok(online.failures.length > 0 && online.failures.every((f) => typeof f.type === "string"));
+        const [online] = await serverVerify(demo, opts);
+        assert.equal(online!.verdict, "REFUTED", online!.explanation);
+        assert.ok(online!.failures.length > 0 && online!.failures.every((f) => typeof f.type === "string"));
         const args = attack.withKeptCheckpoint ? ["--checkpoint", saveCheckpoint(demo)] : [];
         const offline = await cliVerify(saveBundle(demo), ...args);
         assert.equal(offline.code, 1, offline.out);
         assert.match(offline.out, /^REFUTED/);
       } finally {
-        demo.close();
+        dispose(demo);
       }
     });
   }
@@ -75,13 +111,12 @@ describe("every attack of SPEC 4.6 is REFUTED by the server and by the offline C
     const demo = await buildDemoRoom();
     try {
       ATTACKS.find((a) => a.id === "b")!.run(demo);
-      const bySignature = await verifyRoom(demo.svc, demo.room);
-      assert.deepEqual([...new Set(bySignature.failures.map((f) => f.type))], ["agent_signature"]);
-      assert.equal(bySignature.failures[0]!.seq, demo.signedSeq);
-      const byCheckpoint = await verifyRoom(demo.svc, demo.room, { checkpoint: demo.keptCheckpoint });
-      assert.ok(byCheckpoint.failures.some((f) => f.type === "consistency"));
+      const [bySignature, byCheckpoint] = await serverVerify(demo, {}, { checkpoint: demo.keptCheckpoint });
+      assert.deepEqual([...new Set(bySignature!.failures.map((f) => f.type))], ["agent_signature"]);
+      assert.equal(bySignature!.failures[0]!.seq, demo.signedSeq);
+      assert.ok(byCheckpoint!.failures.some((f) => f.type === "consistency"));
     } finally {
-      demo.close();
+      dispose(demo);
     }
   });
 
@@ -89,12 +124,12 @@ describe("every attack of SPEC 4.6 is REFUTED by the server and by the offline C
     const demo = await buildDemoRoom();
     try {
       ATTACKS.find((a) => a.id === "d")!.run(demo);
-      assert.equal((await verifyRoom(demo.svc, demo.room)).verdict, "CLEAN");
-      const kept = await verifyRoom(demo.svc, demo.room, { checkpoint: demo.keptCheckpoint });
-      assert.equal(kept.verdict, "REFUTED");
-      assert.equal(kept.failures[0]!.type, "truncated");
+      const [blind, kept] = await serverVerify(demo, {}, { checkpoint: demo.keptCheckpoint });
+      assert.equal(blind!.verdict, "CLEAN");
+      assert.equal(kept!.verdict, "REFUTED");
+      assert.equal(kept!.failures[0]!.type, "truncated");
     } finally {
-      demo.close();
+      dispose(demo);
     }
   });
 });
