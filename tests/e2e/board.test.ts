@@ -5,55 +5,36 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
-import fs from "node:fs";
 import type { Browser, Page } from "playwright-core";
-import { launchChromium, startPagesServer } from "../helpers/browser";
+import { openPage, startBrowserFixture, type BrowserFixture, type JsonApi } from "../helpers/browser";
 import { type RunningServer } from "../../server";
 
 const XSS = `<img src=x onerror="window.__pwned=1">`;
 
+let fx: BrowserFixture;
 let running: RunningServer;
 let browser: Browser;
-let dataDir: string;
+let api: JsonApi;
 
 before(
   async () => {
-    running = await startPagesServer();
-    dataDir = running.svc.config.dataDir;
-    browser = await launchChromium();
+    fx = await startBrowserFixture();
+    ({ running, browser, api } = fx);
   },
   { timeout: 600_000 },
 );
 
 after(async () => {
-  await browser?.close();
-  await running?.close();
-  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  await fx?.close();
 });
-
-async function api<T = any>(pathname: string, body?: unknown): Promise<T> {
-  const res = await fetch(running.url + pathname, {
-    method: body ? "POST" : "GET",
-    headers: { "Content-Type": "application/json" },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = (await res.json()) as T;
-  assert.ok(res.ok, `${pathname} answered ${res.status}: ${JSON.stringify(json)}`);
-  return json;
-}
 
 const text = async (page: Page, selector: string) => ((await page.locator(selector).first().textContent()) ?? "").replace(/\s+/g, " ").trim();
 
 test("a task moves across the board live as an agent claims, submits and another reviews", async () => {
   const { uuid: room } = await api<{ uuid: string }>("/api/rooms", { description: "Ship the parser." });
-  const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
-  const problems: string[] = [];
+  const { page, problems } = await openPage(browser, running.url);
   const streams: string[] = [];
   const outside: string[] = [];
-  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-  page.on("console", (msg) => {
-    if (/Content Security Policy|Refused to/i.test(msg.text())) problems.push(`CSP: ${msg.text()}`);
-  });
   page.on("request", (r) => {
     if (/\/api\/rooms\/[^/]+\/events/.test(r.url())) streams.push(r.url());
     if (!r.url().startsWith(running.url) && !r.url().startsWith("data:")) outside.push(r.url());

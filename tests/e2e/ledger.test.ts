@@ -10,44 +10,33 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Browser, Page } from "playwright-core";
-import { launchChromium, startPagesServer } from "../helpers/browser";
+import { subjectKey } from "../../lib/domain/ledger";
+import { openPage, startBrowserFixture, type BrowserFixture, type JsonApi } from "../helpers/browser";
+import { answer, arbiterEnv, startFakeLlm } from "../helpers/fake-llm";
 import { type RunningServer } from "../../server";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const RESULTS = path.join(ROOT, "test-results");
 const XSS = `<img src=x onerror="window.__pwned=1">`;
 
+let fx: BrowserFixture;
 let running: RunningServer;
 let browser: Browser;
-let dataDir: string;
+let api: JsonApi;
 
 before(
   async () => {
-    running = await startPagesServer();
-    dataDir = running.svc.config.dataDir;
-    browser = await launchChromium();
+    fx = await startBrowserFixture();
+    ({ running, browser, api } = fx);
   },
   { timeout: 600_000 },
 );
 
 after(async () => {
-  await browser?.close();
-  await running?.close();
-  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  await fx?.close();
 });
 
 // ---------- helpers ----------
-
-async function api<T = Record<string, unknown>>(pathname: string, body?: unknown): Promise<T> {
-  const res = await fetch(running.url + pathname, {
-    method: body ? "POST" : "GET",
-    headers: { "Content-Type": "application/json" },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = (await res.json()) as T;
-  assert.ok(res.ok, `${pathname} answered ${res.status}: ${JSON.stringify(json)}`);
-  return json;
-}
 
 const createRoom = (description: string) => api<{ uuid: string }>("/api/rooms", { description });
 const say = async (room: string, agent_id: string, text: string) => (await api<{ id: number }>(`/api/rooms/${room}/messages`, { agent_id, text })).id;
@@ -59,14 +48,9 @@ const contextHash = async (room: string) => (await api<{ context_hash: string }>
 const handshake = async (room: string, agent_id: string) => api(`/api/rooms/${room}/handshake`, { agent_id, context_hash: await contextHash(room) });
 
 /** A page that fails the test on script errors and CSP violations, and counts its event streams. */
-async function newPage(viewport = { width: 1200, height: 900 }): Promise<{ page: Page; problems: string[]; streams: string[] }> {
-  const page = await browser.newPage({ viewport });
-  const problems: string[] = [];
+async function newPage(viewport?: { width: number; height: number }): Promise<{ page: Page; problems: string[]; streams: string[] }> {
+  const { page, problems } = await openPage(browser, running.url, { viewport });
   const streams: string[] = [];
-  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-  page.on("console", (msg) => {
-    if (/Content Security Policy|Refused to/i.test(msg.text())) problems.push(`CSP: ${msg.text()}`);
-  });
   page.on("request", (r) => {
     if (/\/api\/rooms\/[^/]+\/events/.test(r.url())) streams.push(r.url());
   });
@@ -74,7 +58,7 @@ async function newPage(viewport = { width: 1200, height: 900 }): Promise<{ page:
 }
 
 async function watch(page: Page, room: string): Promise<void> {
-  await page.goto(`${running.url}/${room}`);
+  await page.goto(`/${room}`);
   await page.locator('.live-indicator[data-state="live"]').waitFor({ timeout: 15_000 });
 }
 
@@ -180,9 +164,13 @@ test("the panel follows a thread live: proposed → agreed with the confirmation
   assert.equal(await section.getAttribute("data-context-hash"), hash);
   assert.equal(await text(page, ".context-hash"), `${hash.slice(0, 16)}…`);
   assert.equal(await page.locator(".context-hash").getAttribute("title"), hash);
+  // carol's handshake reaches the page as an event: the panel re-reads the context, which is not sealed.
+  const reread = page.waitForResponse((r) => r.request().method() === "GET" && new URL(r.url()).pathname === `/api/rooms/${room}/context`);
   await handshake(room, "carol");
-  await page.waitForTimeout(400);
-  assert.equal(await section.getAttribute("data-sealed"), "false", "one handshake does not seal");
+  const afterOne = (await (await reread).json()) as { sealed: unknown; context_hash: string };
+  assert.equal(afterOne.context_hash, hash);
+  assert.equal(afterOne.sealed, null, "one handshake does not seal");
+  assert.equal(await section.getAttribute("data-sealed"), "false");
   await handshake(room, "bob");
   await page.locator('section.ledger[data-sealed="true"]').waitFor({ timeout: 10_000 });
   assert.equal(await text(page, ".ledger-seal dd"), "sealed by bob, carol");
@@ -297,49 +285,67 @@ test("jump to message loads the messages between the source and the feed's oldes
   await page.close();
 });
 
-test("with an arbiter configured the panel offers “Refresh ledger” and shows why a refresh failed", async () => {
-  const { uuid: room } = await createRoom("Arbiter errors.");
-  await say(room, "alice", "Let's say 40 EUR per hour.");
-  const config = running.svc.config as { arbiterConfigured: boolean };
-  config.arbiterConfigured = true; // the page reads it per request; the API is answered below
+test("with an arbiter configured the panel offers “Refresh ledger”, shows why a refresh failed, then what the arbiter found", async () => {
+  // A server of its own whose arbiter talks to a fake provider (the one stand-in): the refresh
+  // route, the extraction and the page are the real ones.
+  const llm = await startFakeLlm();
+  let withArbiter: BrowserFixture | undefined;
   try {
-    const { page, problems } = await newPage();
-    const answers = [
-      { status: 503, body: { code: "arbiter_unavailable", detail: "No arbiter is configured on this server." } },
-      { status: 502, body: { code: "arbiter_failed", detail: "The arbiter's provider did not answer; try again later." } },
-    ];
-    let calls = 0;
-    await page.route("**/api/rooms/*/context/refresh", async (route) => {
-      assert.equal(route.request().method(), "POST");
-      const answer = answers[calls++];
-      if (answer) return route.fulfill({ status: answer.status, contentType: "application/json", body: JSON.stringify(answer.body) });
-      // Then a success: the context, with a thread the "arbiter" found.
-      await open(room, "alice", "Hourly rate", "40 EUR");
-      const ctx = (await (await fetch(`${running.url}/api/rooms/${room}/context`)).json()) as Record<string, unknown>;
-      const extraction = { messages: 1, applied: 1, skipped: 0 };
-      return route.fulfill({ status: 200, contentType: "application/json", body: JSON.stringify({ ...ctx, extraction }) });
-    });
+    withArbiter = await startBrowserFixture({ env: arbiterEnv(llm) });
+    const call = withArbiter.api;
+    const { uuid: room } = await call<{ uuid: string }>("/api/rooms", { description: "Arbiter errors." });
+    const said = (await call<{ id: number }>(`/api/rooms/${room}/messages`, { agent_id: "alice", text: "Let's say 40 EUR per hour." })).id;
+
+    const { page, problems } = await openPage(withArbiter.browser, withArbiter.running.url);
     await watch(page, room);
     const button = panel(page).getByRole("button", { name: "Refresh ledger" });
     assert.equal(await button.count(), 1);
     assert.match(await text(page, ".ledger-lead"), /The arbiter can also find them in the conversation\.$/);
+    const refreshed = () => page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname === `/api/rooms/${room}/context/refresh`);
 
+    // The provider is down: every attempt fails, the route answers 502 and the panel says why.
+    llm.setHandler(() => ({ status: 503 }));
+    let answered = refreshed();
     await button.click();
+    const failed = await answered;
+    assert.equal(failed.status(), 502);
+    const failure = (await failed.json()) as { code: string; detail: string };
+    assert.equal(failure.code, "arbiter_failed");
+    assert.match(failure.detail, /HTTP 503/);
     const alert = panel(page).locator(".ledger-alert");
     await alert.waitFor({ timeout: 10_000 });
-    assert.equal(await text(page, ".ledger-alert"), "Could not refresh the ledger: No arbiter is configured on this server.");
-    await button.click();
-    await panel(page).locator(".ledger-alert", { hasText: "provider did not answer" }).waitFor({ timeout: 10_000 });
+    assert.equal(await text(page, ".ledger-alert"), `Could not refresh the ledger: ${failure.detail}`);
+    assert.ok(llm.count >= 1, "the provider was asked");
+    assert.ok(
+      llm.calls.every((c) => c.data.messages.some((m) => m.id === said)),
+      "each attempt carried alice's message",
+    );
+    assert.equal(await panel(page).getAttribute("data-threads"), "0");
     fs.mkdirSync(RESULTS, { recursive: true });
     await panel(page).screenshot({ path: path.join(RESULTS, "ledger-refresh-error.png") });
+
+    // The provider is back and finds the rate in alice's message: the thread appears, the error goes.
+    const asked = llm.count;
+    llm.setHandler(() =>
+      answer({
+        threads: [{ subject: "Hourly rate", subject_key: subjectKey("Hourly rate"), value: "40 EUR", source_msg_id: said, quote: "40 EUR per hour" }],
+        revisions: [],
+        discrepancies: [],
+      }),
+    );
+    answered = refreshed();
     await button.click();
+    assert.equal((await answered).status(), 200);
     await panel(page).locator("li.thread .thread-subject", { hasText: "Hourly rate" }).waitFor({ timeout: 10_000 });
+    const tid = Number(await panel(page).locator("li.thread").first().getAttribute("data-thread-id"));
+    assert.equal(await text(page, `li.thread[data-thread-id="${tid}"] .thread-value`), "40 EUR");
     assert.equal(await alert.count(), 0, "the error is gone after a successful refresh");
     assert.equal(await text(page, ".ledger-refreshed"), "· refreshed: 1 message read, 1 change applied");
-    assert.equal(calls, 3);
+    assert.equal(llm.count, asked + 1, "one call read the one message");
     assert.deepEqual(problems, []);
     await page.close();
   } finally {
-    config.arbiterConfigured = false;
+    await withArbiter?.close();
+    await llm.close();
   }
 });

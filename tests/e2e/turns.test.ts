@@ -7,54 +7,37 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import fs from "node:fs";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { launchChromium, startPagesServer } from "../helpers/browser";
+import { openPage, startBrowserFixture, type BrowserFixture, type JsonApi } from "../helpers/browser";
+import { client } from "../helpers/server";
 import { type RunningServer } from "../../server";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const RESULTS = path.join(ROOT, "test-results");
 const XSS = `<img src=x onerror="window.__pwned=1">`;
 
+let fx: BrowserFixture;
 let running: RunningServer;
 /** The server's clock runs this far ahead of the real one: a test moves it to time a turn out. */
 let clockOffset = 0;
 let browser: Browser;
-let dataDir: string;
+let api: JsonApi;
 const streams: string[] = [];
 
 before(
   async () => {
-    running = await startPagesServer({ clock: { now: () => Date.now() + clockOffset } });
-    dataDir = running.svc.config.dataDir;
-    browser = await launchChromium();
+    fx = await startBrowserFixture({ clock: { now: () => Date.now() + clockOffset } });
+    ({ running, browser, api } = fx);
   },
   { timeout: 600_000 },
 );
 
 after(async () => {
-  await browser?.close();
-  await running?.close();
-  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  await fx?.close();
 });
 
 // ---------- helpers ----------
-
-async function call<T = any>(pathname: string, body?: unknown, token?: string): Promise<{ status: number; body: T }> {
-  const res = await fetch(running.url + pathname, {
-    method: body === undefined ? "GET" : "POST",
-    headers: { "Content-Type": "application/json", ...(token ? { Authorization: `Bearer ${token}` } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as T };
-}
-
-async function api<T = any>(pathname: string, body?: unknown, token?: string): Promise<T> {
-  const res = await call<T>(pathname, body, token);
-  assert.ok(res.status >= 200 && res.status < 300, `${pathname} answered ${res.status}: ${JSON.stringify(res.body)}`);
-  return res.body;
-}
 
 interface CurrentTurn {
   id: number;
@@ -72,7 +55,7 @@ async function takeTurn(room: string, agent: string, say: string, result: "conti
   assert.equal(turn.agent_id, agent, `it is ${agent}'s turn`);
   let claim: { status: number; body: { lease_token: string } };
   for (let tries = 0; ; tries++) {
-    claim = await call(`/api/rooms/${room}/turns/${turn.id}/claim`, { agent_id: agent });
+    claim = await client(running.url).post(`/api/rooms/${room}/turns/${turn.id}/claim`, { agent_id: agent });
     if (claim.status !== 409 || tries > 50) break;
     await new Promise((r) => setTimeout(r, 200)); // not open yet (delay_s)
   }
@@ -98,17 +81,13 @@ async function turnOf(page: Page, agent: string, round: number, phase: "dialogue
   assert.equal(await page.locator(`.turns-participant[data-agent="${agent}"]`).getAttribute("aria-current"), "step");
 }
 
+/** A page that fails the test on script errors and CSP violations, and logs its event streams in `streams`. */
 async function newPage(): Promise<{ page: Page; problems: string[] }> {
-  const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
-  const problems: string[] = [];
-  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-  page.on("console", (msg) => {
-    if (/Content Security Policy|Refused to/i.test(msg.text())) problems.push(`CSP: ${msg.text()}`);
-  });
-  page.on("request", (r) => {
+  const opened = await openPage(browser, running.url);
+  opened.page.on("request", (r) => {
     if (/\/api\/rooms\/[^/]+\/events/.test(r.url())) streams.push(r.url());
   });
-  return { page, problems };
+  return opened;
 }
 
 const live = (page: Page) => page.locator('.live-indicator[data-state="live"]').waitFor({ timeout: 15_000 });
@@ -274,17 +253,17 @@ test("the watcher shows a delayed turn opening, an absent participant, max_round
   assert.equal(await page.locator(".turns-current").count(), 0);
 
   // The owner raises max_rounds and resumes: round 2 of 2, alpha again (beta is skipped while absent).
-  await api(`/api/rooms/${room}/turns/max-rounds`, { max_rounds: 2 }, token);
+  await api(`/api/rooms/${room}/turns/max-rounds`, { max_rounds: 2 }, { token });
   await page.locator(".turns-round", { hasText: "Round 1 of 2" }).waitFor({ timeout: 10_000 });
-  await api(`/api/rooms/${room}/turns/resume`, {}, token);
+  await api(`/api/rooms/${room}/turns/resume`, {}, { token });
   await page.locator('section.turns-panel[data-status="active"]').waitFor({ timeout: 10_000 });
   await turnOf(page, "alpha", 2);
   assert.equal(await text(page, ".turns-round"), "Round 2 of 2");
 
   // The owner reinstates beta, then cancels the room.
-  await api(`/api/rooms/${room}/turns/reinstate`, { agent_id: "beta" }, token);
+  await api(`/api/rooms/${room}/turns/reinstate`, { agent_id: "beta" }, { token });
   await page.locator('.turns-participant[data-agent="beta"][data-status="active"]').waitFor({ timeout: 10_000 });
-  await api(`/api/rooms/${room}/turns/cancel`, { reason: "Enough for today." }, token);
+  await api(`/api/rooms/${room}/turns/cancel`, { reason: "Enough for today." }, { token });
   await page.locator('section.turns-panel[data-status="cancelled"]').waitFor({ timeout: 10_000 });
   assert.equal(await text(page, ".turns-status"), "cancelled");
   assert.equal(await text(page, ".turns-reason"), "The owner cancelled the room: Enough for today.");

@@ -8,19 +8,20 @@ import fs from "node:fs";
 import type { Socket } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { launchChromium, startPagesServer } from "../helpers/browser";
+import type { Browser, Page, Request } from "playwright-core";
+import { openPage, startBrowserFixture, type BrowserFixture, type JsonApi } from "../helpers/browser";
 import { type RunningServer } from "../../server";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const RESULTS = path.join(ROOT, "test-results");
 const XSS = `<img src=x onerror="window.__pwned=1">`;
 
+let fx: BrowserFixture;
 let running: RunningServer;
 /** The server's clock runs this far ahead of the real one: a test moves it to expire rooms. */
 let clockOffset = 0;
 let browser: Browser;
-let dataDir: string;
+let api: JsonApi;
 /** Sockets of open SSE streams, so a test can cut them as a network failure would. */
 const streams = new Set<Socket>();
 /** Every SSE request the server received: where it asked to resume from. */
@@ -28,53 +29,32 @@ const streamLog: { url: URL; lastEventId?: string }[] = [];
 
 before(
   async () => {
-    running = await startPagesServer({ clock: { now: () => Date.now() + clockOffset } });
-    dataDir = running.svc.config.dataDir;
+    fx = await startBrowserFixture({ clock: { now: () => Date.now() + clockOffset } });
+    ({ running, browser, api } = fx);
     running.server.on("request", (req) => {
-      if (/\/api\/rooms\/[^/]+\/events/.test(req.url ?? "")) {
+      if (isStream(req.url ?? "")) {
         streamLog.push({ url: new URL(req.url!, running.url), lastEventId: req.headers["last-event-id"] as string | undefined });
         streams.add(req.socket);
         req.socket.once("close", () => streams.delete(req.socket));
       }
     });
-    browser = await launchChromium();
   },
   { timeout: 600_000 },
 );
 
 after(async () => {
-  await browser?.close();
-  await running?.close();
-  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  await fx?.close();
 });
 
 // ---------- helpers ----------
 
-async function api<T = Record<string, unknown>>(pathname: string, init?: { method?: string; body?: unknown; token?: string }): Promise<T> {
-  const res = await fetch(running.url + pathname, {
-    method: init?.method ?? (init?.body ? "POST" : "GET"),
-    headers: { "Content-Type": "application/json", ...(init?.token ? { Authorization: `Bearer ${init.token}` } : {}) },
-    body: init?.body ? JSON.stringify(init.body) : undefined,
-  });
-  const body = (await res.json()) as T;
-  assert.ok(res.ok, `${init?.method ?? "GET"} ${pathname} answered ${res.status}: ${JSON.stringify(body)}`);
-  return body;
-}
-
-const createRoom = (body: Record<string, unknown> = {}) => api<{ uuid: string; url: string; owner_token: string }>("/api/rooms", { body });
+const isStream = (url: string) => /\/api\/rooms\/[^/]+\/events/.test(url);
+const createRoom = (body: Record<string, unknown> = {}) => api<{ uuid: string; url: string; owner_token: string }>("/api/rooms", body);
 const post = (room: string, agent_id: string, text: string, extra: Record<string, unknown> = {}) =>
-  api<{ id: number }>(`/api/rooms/${room}/messages`, { body: { agent_id, text, ...extra } });
+  api<{ id: number }>(`/api/rooms/${room}/messages`, { agent_id, text, ...extra });
 
 /** A page that fails the test on script errors and CSP violations. */
-async function newPage(context?: BrowserContext): Promise<{ page: Page; problems: string[] }> {
-  const page = await (context ?? browser).newPage({ viewport: { width: 1200, height: 900 } });
-  const problems: string[] = [];
-  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-  page.on("console", (msg) => {
-    if (/Content Security Policy|Refused to/i.test(msg.text())) problems.push(`CSP: ${msg.text()}`);
-  });
-  return { page, problems };
-}
+const newPage = () => openPage(browser, running.url);
 
 const live = (page: Page) => page.locator('.live-indicator[data-state="live"]').waitFor({ timeout: 15_000 });
 const messageItems = (page: Page, text?: string) => page.locator(".messages > li.msg", text ? { hasText: text } : undefined);
@@ -152,15 +132,15 @@ test("agent and creator text cannot run script, inject markup or load remote ima
   const requests: string[] = [];
   page.on("request", (r) => requests.push(r.url()));
 
-  await page.goto(`${running.url}/${room.uuid}`);
+  await page.goto(`/${room.uuid}`);
   await live(page);
   // The same payload once more through the live path (client-side rendering).
   await post(room.uuid, "mallory", `live ${XSS} ![y](http://evil.example.test/live.png) <script>window.__pwned=1</script>`);
   await messageItems(page, "live").waitFor({ timeout: 10_000 });
-  await page.waitForTimeout(300);
 
-  assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: unknown }).__pwned), undefined);
+  // No <img> was made from agent text (so no onerror can run later) and no script ran.
   assert.equal(await page.locator(".feed img, .room-head img").count(), 0);
+  assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: unknown }).__pwned), undefined);
   assert.equal((await page.locator(".room-description").textContent())!.trim(), XSS);
   const first = (await messageItems(page).first().locator(".msg-body").textContent())!;
   assert.ok(first.includes(XSS), `raw HTML is shown as text, got: ${first}`);
@@ -182,8 +162,12 @@ test("agent and creator text cannot run script, inject markup or load remote ima
 test("the live indicator says live, and messages posted while the stream is down appear exactly once after it reconnects", async () => {
   const room = await createRoom({ description: "reconnect" });
   await post(room.uuid, "a", "rendered by the server");
-  const context = await browser.newContext();
-  const { page, problems } = await newPage(context);
+  const { page, problems } = await newPage();
+  // Every stream request the page makes, in order.
+  const streamRequests: Request[] = [];
+  page.on("request", (r) => {
+    if (isStream(r.url())) streamRequests.push(r);
+  });
   // The first stream replays the room from its start, as a server that lost track of the
   // client's cursor would: the feed must not show twice what the page already shows.
   let replayed = false;
@@ -193,7 +177,7 @@ test("the live indicator says live, and messages posted while the stream is down
     replayed = true;
     await route.continue({ url: url.toString() });
   });
-  await page.goto(`${running.url}/${room.uuid}`);
+  await page.goto(`/${room.uuid}`);
   await live(page);
   assert.equal((await page.locator(".live-indicator").textContent())!.trim(), "live");
   const { id: lastSeen } = await post(room.uuid, "a", "delivered by the stream");
@@ -203,25 +187,32 @@ test("the live indicator says live, and messages posted while the stream is down
   // Cut the network: the browser goes offline and the server side of the stream is closed, as
   // when a proxy or a Wi-Fi change drops the connection.
   const opened = streamLog.length;
-  await context.setOffline(true);
+  await page.context().setOffline(true);
   for (const socket of streams) socket.destroy();
   await page.locator('.live-indicator[data-state="reconnecting"]').waitFor({ timeout: 10_000 });
   await post(room.uuid, "b", "posted while disconnected");
   await post(room.uuid, "c", "also posted while disconnected");
-  await page.waitForTimeout(3_500); // long enough for a failed reconnect attempt
+  // A reconnect attempt made after those posts fails: had it reached the server, it would have
+  // brought them.
+  const earlier = new Set(streamRequests);
+  await page.waitForEvent("requestfailed", { predicate: (r) => isStream(r.url()) && !earlier.has(r), timeout: 15_000 });
   assert.equal(await messageItems(page, "while disconnected").count(), 0, "nothing can arrive while offline");
+  assert.equal(await page.locator(".live-indicator").getAttribute("data-state"), "reconnecting");
 
-  await context.setOffline(false);
+  await page.context().setOffline(false);
   await live(page);
-  await messageItems(page, "also posted while disconnected").waitFor({ timeout: 15_000 });
-  await page.waitForTimeout(500);
+  // A message posted once the stream is back comes after anything it replays: when it shows,
+  // the feed holds everything it will, and each message once.
+  await post(room.uuid, "a", "after the reconnect");
+  await messageItems(page, "after the reconnect").waitFor({ timeout: 15_000 });
   assert.deepEqual(await page.locator(".msg-body").allTextContents(), [
     "rendered by the server",
     "delivered by the stream",
     "posted while disconnected",
     "also posted while disconnected",
+    "after the reconnect",
   ]);
-  assert.equal(await page.locator(".feed-count").textContent(), "4 messages");
+  assert.equal(await page.locator(".feed-count").textContent(), "5 messages");
 
   // The streams opened after the drop resumed right after the last event the page had seen.
   const reopened = streamLog.slice(opened);
@@ -230,13 +221,8 @@ test("the live indicator says live, and messages posted while the stream is down
     const from = Number(r.lastEventId ?? r.url.searchParams.get("since"));
     assert.equal(from, lastSeen, `resumed with ${r.url.search}, Last-Event-ID ${r.lastEventId}`);
   }
-
-  // Still live after the reconnect.
-  await post(room.uuid, "a", "after the reconnect");
-  await messageItems(page, "after the reconnect").waitFor({ timeout: 10_000 });
-  assert.equal(await messageItems(page).count(), 5);
   assert.deepEqual(problems, []);
-  await context.close();
+  await page.close();
 });
 
 test("a long room renders its newest 50 messages and pages back through the rest, across gaps in the ids", async () => {
@@ -246,12 +232,12 @@ test("a long room renders its newest 50 messages and pages back through the rest
     ids.push((await post(room.uuid, i % 2 ? "odd" : "even", `message number ${i}`)).id);
     // Other events share the sequence: message ids have gaps.
     if (i % 40 === 0) {
-      await api(`/api/rooms/${room.uuid}/close`, { method: "POST", token: room.owner_token });
-      await api(`/api/rooms/${room.uuid}/reopen`, { method: "POST", token: room.owner_token });
+      await api(`/api/rooms/${room.uuid}/close`, {}, { token: room.owner_token });
+      await api(`/api/rooms/${room.uuid}/reopen`, {}, { token: room.owner_token });
     }
   }
   const { page, problems } = await newPage();
-  await page.goto(`${running.url}/${room.uuid}`);
+  await page.goto(`/${room.uuid}`);
   await live(page);
   const shownIds = async () => (await page.locator(".messages > li.msg").evaluateAll((els) => els.map((e) => Number(e.id.slice(1)))));
 
@@ -286,7 +272,7 @@ test("a long room renders its newest 50 messages and pages back through the rest
   });
 
   // A live closing shows as a system line and flips the status badge.
-  await api(`/api/rooms/${room.uuid}/close`, { method: "POST", token: room.owner_token });
+  await api(`/api/rooms/${room.uuid}/close`, {}, { token: room.owner_token });
   await page.locator(".system-line", { hasText: "closed" }).waitFor({ timeout: 10_000 });
   assert.match((await page.locator(".feed-bar .badge").textContent())!, /closed/);
   assert.deepEqual(problems, []);
@@ -297,7 +283,7 @@ test("a room that expires while watched ends the live feed, and its URL then sho
   const room = await createRoom({ description: "short-lived" });
   const { page, problems } = await newPage();
   await page.clock.install();
-  await page.goto(`${running.url}/${room.uuid}`);
+  await page.goto(`/${room.uuid}`);
   await live(page);
 
   // Three days without activity pass, on the server and in the browser.
@@ -306,7 +292,7 @@ test("a room that expires while watched ends the live feed, and its URL then sho
   await page.locator('.live-indicator[data-state="ended"]').waitFor({ timeout: 10_000 });
   assert.match((await page.locator(".feed .notice").textContent())!, /expired/);
 
-  await page.goto(`${running.url}/${room.uuid}`);
+  await page.goto(`/${room.uuid}`);
   assert.equal(await page.locator("h1").textContent(), "This room has expired");
   assert.equal(await page.locator(".feed").count(), 0);
   assert.deepEqual(problems, []);
@@ -319,7 +305,7 @@ test("screenshot of the watcher (test artifact)", async () => {
   const { id } = await post(room.uuid, "builder", "Works for me. The feed, in short:\n\n```ts\nconst es = new EventSource(`/api/rooms/${id}/events`);\nes.addEventListener(\"message.posted\", render);\n```");
   await post(room.uuid, "reviewer", "Agreed. `<img>` tags stay text, and remote images are never loaded.", { reply_to: id });
   const { page } = await newPage();
-  await page.goto(`${running.url}/${room.uuid}`);
+  await page.goto(`/${room.uuid}`);
   await live(page);
   await messageItems(page, "Agreed").waitFor();
   fs.mkdirSync(RESULTS, { recursive: true });
