@@ -1,5 +1,6 @@
 import path from "node:path";
 import { z } from "zod";
+import { AGREE_QUORUM_DEFAULT } from "../domain/ledger";
 
 /** Durations accept plain seconds ("3600") or a number with a unit: 90s, 15m, 72h, 30d. */
 const duration = z
@@ -45,7 +46,7 @@ const schema = z.object({
   PARLEY_RATE_REQUESTS_PER_MINUTE: int(0, 1_000_000).default(600),
   PARLEY_SWEEP_INTERVAL: duration.default(60_000),
   PARLEY_TURN_SWEEP_INTERVAL: duration.default(1_000),
-  PARLEY_AGREE_QUORUM: int(1, 50).default(2),
+  PARLEY_AGREE_QUORUM: int(1, 50).default(AGREE_QUORUM_DEFAULT),
   PARLEY_AGENT_HEARTBEAT_S: int(1, 86_400).default(60),
   PARLEY_ARBITER_BASE_URL: url.optional(),
   PARLEY_ARBITER_API_KEY: z.string().min(1).optional(),

@@ -10,6 +10,10 @@ import type { LogEvent } from "../log/event";
 
 export const AGREE_QUORUM_DEFAULT = 2;
 
+/** The quorum a room was created with: recorded in its room.created event (older rooms: the default). */
+export const quorumOf = (created: Pick<LogEvent, "server"> | undefined): number =>
+  (created?.server as { agree_quorum?: number } | undefined)?.agree_quorum ?? AGREE_QUORUM_DEFAULT;
+
 export type ThreadStatus = "proposed" | "agreed" | "disputed" | "cancelled";
 export type RevisionKind = "propose" | "update" | "confirm" | "contradict" | "retract";
 export type Auth = "signed" | "anon";
@@ -84,7 +88,7 @@ export interface Author {
 
 /** kebab-case of the given key or the subject, at most 60 characters. */
 export function subjectKey(subject: string, key?: string | null): string {
-  const k = (key ?? subject)
+  const k = (key?.trim() ? key : subject)
     .normalize("NFKD")
     .replace(/[\u0300-\u036f]/g, "")
     .toLowerCase()

@@ -1,5 +1,5 @@
 import type { LogEvent } from "../log/event";
-import { AGREE_QUORUM_DEFAULT, applyLedgerEvent, emptyLedger, type Ledger } from "./ledger";
+import { AGREE_QUORUM_DEFAULT, applyLedgerEvent, emptyLedger, quorumOf, type Ledger } from "./ledger";
 import { messageFromEvent, type Message } from "./message";
 import { roomStatusAfter, SERVICE_ACTORS, type RoomStatus } from "./room";
 import { applyTaskEvent, emptyBoard, publicTask, type BoardAgent, type Task } from "./tasks";
@@ -47,7 +47,7 @@ export function replay(events: LogEvent[], leafHashesHex: string[]): Projections
     if (event.type === "room.created") {
       const p = event.payload as { description: string; is_public: boolean; protocol_mode: string; mode: string };
       Object.assign(room, { description: p.description, is_public: p.is_public, protocol_mode: p.protocol_mode, mode: p.mode });
-      quorum = (event.server as { agree_quorum?: number }).agree_quorum ?? AGREE_QUORUM_DEFAULT;
+      quorum = quorumOf(event);
     } else if (event.type === "message.posted") {
       messages.push(messageFromEvent(event, leafHashesHex[i]!));
       room.message_count++;

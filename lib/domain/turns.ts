@@ -5,6 +5,7 @@
  * events the server appends next, by running the same reducer over a draft.
  */
 import type { LogEvent } from "../log/event";
+import { canonicalize } from "../log/jcs";
 
 export const TURNS_DEFAULTS = { max_rounds: 10, turn_timeout_s: 300, delay_s: 0, policy: "consensus", absent_after: 2 } as const;
 export const TURNS_LIMITS = {
@@ -112,6 +113,10 @@ export const TERMINAL_TURNS_STATUSES = new Set<TurnsStatus>(["completed", "cance
 const OPEN_TURN = new Set<TurnStatus>(["ready", "claimed"]);
 export const isOpenTurn = (t: Pick<Turn, "status">) => OPEN_TURN.has(t.status);
 
+/** When an open turn times out: its claim deadline while ready, its lease while claimed. */
+export const deadlineOf = (turn: Pick<Turn, "status" | "claim_by" | "lease_until">) =>
+  turn.status === "ready" ? turn.claim_by : turn.status === "claimed" ? turn.lease_until : null;
+
 export function publicTurn(t: TurnState): Turn {
   const { lease_hash: _h, claim_seq: _c, ...rest } = t;
   void _h;
@@ -120,6 +125,17 @@ export function publicTurn(t: TurnState): Turn {
 }
 
 const isoPlus = (iso: string, seconds: number) => new Date(Date.parse(iso) + seconds * 1000).toISOString();
+
+/** The rules between the fields of a turns config, each with the field it names (the schema reports them). */
+export function turnsConfigProblems(t: { participants: string[]; first?: string; policy: TurnsPolicy; supervisor?: string }): { field: string; message: string }[] {
+  const problems: { field: string; message: string }[] = [];
+  if (new Set(t.participants).size !== t.participants.length) problems.push({ field: "participants", message: "must not list an agent twice" });
+  if (t.first !== undefined && !t.participants.includes(t.first)) problems.push({ field: "first", message: "must be one of the participants" });
+  if (t.policy === "supervisor" && t.supervisor === undefined) problems.push({ field: "supervisor", message: 'is required with policy "supervisor"' });
+  if (t.supervisor !== undefined && !t.participants.includes(t.supervisor)) problems.push({ field: "supervisor", message: "must be one of the participants" });
+  if (t.supervisor !== undefined && t.policy !== "supervisor") problems.push({ field: "supervisor", message: 'is only for policy "supervisor"' });
+  return problems;
+}
 
 /** The speaking order: the participants as given, rotated so that `first` speaks first. */
 export function speakingOrder(participants: string[], first?: string): string[] {
@@ -485,8 +501,6 @@ type LoggedEvent = Pick<LogEvent, "seq" | "ts" | "type" | "actor" | "payload" | 
 /** Events only the planner makes: each must be the next step of a plan. */
 const PLANNED_TYPES = new Set(["turn.opened", "completion.proposed", "completion.confirmed", "completion.rejected", "room.completed", "room.blocked", "participant.absent"]);
 
-const canonical = (o: P) => JSON.stringify(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : 1)));
-
 /**
  * Whether a logged event is the planned step. The planner read the clock near, not at, the
  * timestamp the verifier plans from: a turn's opening time may differ from the plan by up to 1 s.
@@ -495,7 +509,7 @@ function isStep(step: Step, event: LoggedEvent, config: TurnsConfig): boolean {
   if (step.type !== event.type) return false;
   const { available_at: planned, ...rest } = step.payload;
   const { available_at: logged, ...loggedRest } = event.payload as P;
-  if (canonical(rest) !== canonical(loggedRest)) return false;
+  if (canonicalize(rest) !== canonicalize(loggedRest)) return false;
   if (planned === undefined) return logged === undefined;
   if (typeof logged !== "string") return false;
   const drift = Date.parse(planned as string) - Date.parse(logged);

@@ -2,16 +2,11 @@
 import { sha256 as nobleSha256 } from '@noble/hashes/sha2.js';
 
 const encoder = new TextEncoder();
-// fatal: invalid UTF-8 must not silently become U+FFFD in anything we verify.
-const decoder = new TextDecoder('utf-8', { fatal: true });
 
 export function utf8(s: string): Uint8Array {
   return encoder.encode(s);
 }
 
-export function utf8Decode(b: Uint8Array): string {
-  return decoder.decode(b);
-}
 
 export function concatBytes(...parts: Uint8Array[]): Uint8Array {
   let len = 0;

@@ -279,44 +279,38 @@ function isConsistent(leaves: Uint8Array[], cp: ParsedCheckpoint, currentRoot: U
   return verifyConsistency(cp.size, n, consistencyProof(leaves, cp.size, n), cp.root, currentRoot);
 }
 
-function compareProjections(rebuilt: Projections, served: Projections, fail: (seq: number | null, type: string, detail: string) => void): void {
+type Fail = (seq: number | null, type: string, detail: string) => void;
+
+/** Compares what the log rebuilds with what is served, item by item (`seq` names an item's event when it has one). */
+function compareById<T>(fail: Fail, noun: string, logged: T[], served: T[], id: (x: T) => string | number, seq: (x: T) => number | null) {
+  const shown = new Map(served.map((x) => [id(x), canonicalize(x)]));
+  for (const x of logged) {
+    const text = shown.get(id(x));
+    if (text === undefined) fail(seq(x), "projection", `The ${noun} ${id(x)} is in the log but not served.`);
+    else if (text !== canonicalize(x)) fail(seq(x), "projection", `The ${noun} ${id(x)} as served differs from the log.`);
+  }
+  const inLog = new Set(logged.map(id));
+  for (const x of served) if (!inLog.has(id(x))) fail(seq(x), "projection", `The ${noun} ${id(x)} is served but has no event in the log.`);
+}
+
+function compareProjections(rebuilt: Projections, served: Projections, fail: Fail): void {
   for (const field of Object.keys(rebuilt.room) as (keyof Projections["room"])[]) {
     if (served.room?.[field] !== rebuilt.room[field]) {
       fail(null, "projection", `Room ${field} is ${JSON.stringify(served.room?.[field])} but the log says ${JSON.stringify(rebuilt.room[field])}.`);
     }
   }
-  const servedById = new Map((served.messages ?? []).map((m) => [m.id, m]));
-  for (const m of rebuilt.messages) {
-    const s = servedById.get(m.id);
-    servedById.delete(m.id);
-    if (!s) fail(m.id, "projection", `Message ${m.id} is in the log but not served.`);
-    else if (canonicalize(s) !== canonicalize(m)) fail(m.id, "projection", `Message ${m.id} as served differs from the log.`);
-  }
-  for (const id of servedById.keys()) fail(id, "projection", `Message ${id} is served but has no event in the log.`);
-  const ledgerParts = { threads: "thread", revisions: "revision", discrepancies: "discrepancy", handshakes: "handshake" } as const;
-  for (const [part, noun] of Object.entries(ledgerParts) as [keyof typeof ledgerParts, string][]) {
-    const logged = new Map(rebuilt.ledger[part].map((x) => [x.id, canonicalize(x)]));
-    const shown = new Map((served.ledger?.[part] ?? []).map((x) => [x.id, canonicalize(x)]));
-    for (const [id, text] of logged) if (shown.get(id) !== text) fail(id, "projection", `The ${noun} ${id} as served differs from the log.`);
-    for (const id of shown.keys()) if (!logged.has(id)) fail(id, "projection", `The ${noun} ${id} is served but has no event in the log.`);
-  }
-  // The task board: tasks by id, agents by name.
-  const loggedTasks = new Map((rebuilt.board?.tasks ?? []).map((t) => [t.id, canonicalize(t)]));
-  const shownTasks = new Map((served.board?.tasks ?? []).map((t) => [t.id, canonicalize(t)]));
-  for (const [id, text] of loggedTasks) if (shownTasks.get(id) !== text) fail(id, "projection", `The task ${id} as served differs from the log.`);
-  for (const id of shownTasks.keys()) if (!loggedTasks.has(id)) fail(id, "projection", `The task ${id} is served but has no event in the log.`);
-  const loggedAgents = new Map((rebuilt.board?.agents ?? []).map((a) => [a.agent_id, canonicalize(a)]));
-  const shownAgents = new Map((served.board?.agents ?? []).map((a) => [a.agent_id, canonicalize(a)]));
-  for (const [id, text] of loggedAgents) if (shownAgents.get(id) !== text) fail(null, "projection", `The board agent "${id}" as served differs from the log.`);
-  for (const id of shownAgents.keys()) if (!loggedAgents.has(id)) fail(null, "projection", `The board agent "${id}" is served but has no event in the log.`);
-  // Turns mode: the room's turn state, and turns by id.
+  const bySeq = <T extends { id: number }>(noun: string, logged: T[], shown: T[] | undefined) => compareById(fail, noun, logged, shown ?? [], (x) => x.id, (x) => x.id);
+  bySeq("message", rebuilt.messages, served.messages);
+  bySeq("thread", rebuilt.ledger.threads, served.ledger?.threads);
+  bySeq("revision", rebuilt.ledger.revisions, served.ledger?.revisions);
+  bySeq("discrepancy", rebuilt.ledger.discrepancies, served.ledger?.discrepancies);
+  bySeq("handshake", rebuilt.ledger.handshakes, served.ledger?.handshakes);
+  bySeq("task", rebuilt.board?.tasks ?? [], served.board?.tasks);
+  compareById(fail, "board agent", rebuilt.board?.agents ?? [], served.board?.agents ?? [], (a) => `"${a.agent_id}"`, () => null);
+  bySeq("turn", rebuilt.turns?.turns ?? [], served.turns?.turns);
   if (canonicalize(rebuilt.turns?.room ?? null) !== canonicalize(served.turns?.room ?? null)) {
     fail(null, "projection", "The turns state of the room (status, participants, rounds, proposal) as served differs from the log.");
   }
-  const loggedTurns = new Map((rebuilt.turns?.turns ?? []).map((t) => [t.id, canonicalize(t)]));
-  const shownTurns = new Map((served.turns?.turns ?? []).map((t) => [t.id, canonicalize(t)]));
-  for (const [id, text] of loggedTurns) if (shownTurns.get(id) !== text) fail(id, "projection", `The turn ${id} as served differs from the log.`);
-  for (const id of shownTurns.keys()) if (!loggedTurns.has(id)) fail(id, "projection", `The turn ${id} is served but has no event in the log.`);
 }
 
 function explain(verdict: Verdict, failures: Failure[], inconclusive: string[], size: number): string {

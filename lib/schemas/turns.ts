@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { agentId, messageText, queryInt } from "./common";
 import { message, receipt, signatureV1 } from "./messages";
-import { TURNS_DEFAULTS, TURNS_LIMITS } from "../domain/turns";
+import { TURNS_DEFAULTS, TURNS_LIMITS, turnsConfigProblems } from "../domain/turns";
 
 const int = (name: string, [min, max]: readonly [number, number]) =>
   z.number({ error: `must be ${name}` }).int(`must be ${name}`).min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
@@ -13,8 +13,7 @@ export const turnsConfigBody = z
     participants: z
       .array(agentId, { error: "must be an array of agent_ids" })
       .min(TURNS_LIMITS.participants[0], `must list at least ${TURNS_LIMITS.participants[0]} agents`)
-      .max(TURNS_LIMITS.participants[1], `must list at most ${TURNS_LIMITS.participants[1]} agents`)
-      .refine((a) => new Set(a).size === a.length, "must not list an agent twice"),
+      .max(TURNS_LIMITS.participants[1], `must list at most ${TURNS_LIMITS.participants[1]} agents`),
     first: agentId.optional(),
     max_rounds: int("a whole number", TURNS_LIMITS.max_rounds).optional().default(TURNS_DEFAULTS.max_rounds),
     turn_timeout_s: int("a whole number of seconds", TURNS_LIMITS.turn_timeout_s).optional().default(TURNS_DEFAULTS.turn_timeout_s),
@@ -24,10 +23,9 @@ export const turnsConfigBody = z
     absent_after: int("a whole number", TURNS_LIMITS.absent_after).optional().default(TURNS_DEFAULTS.absent_after),
   }, { error: (iss) => (iss.code === "invalid_type" ? "must be an object" : undefined) })
   .strict()
-  .refine((t) => t.first === undefined || t.participants.includes(t.first), { message: "must be one of the participants", path: ["first"] })
-  .refine((t) => t.policy !== "supervisor" || t.supervisor !== undefined, { message: 'is required with policy "supervisor"', path: ["supervisor"] })
-  .refine((t) => t.supervisor === undefined || t.participants.includes(t.supervisor), { message: "must be one of the participants", path: ["supervisor"] })
-  .refine((t) => t.supervisor === undefined || t.policy === "supervisor", { message: 'is only for policy "supervisor"', path: ["supervisor"] });
+  .superRefine((t, ctx) => {
+    for (const p of turnsConfigProblems(t)) ctx.addIssue({ code: "custom", message: p.message, path: [p.field] });
+  });
 export type TurnsConfigInput = z.infer<typeof turnsConfigBody>;
 
 export const turnResult = z.enum(["continue", "complete", "pass", "blocked"], { error: "must be one of continue, complete, pass, blocked" });

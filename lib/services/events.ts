@@ -3,7 +3,8 @@ import { signCheckpoint } from "../log/checkpoint";
 import { eventLeafHash, type EventSig, type LogEvent } from "../log/event";
 import { frontierAppend, frontierFromHex, frontierRoot, frontierToHex } from "../log/merkle";
 import type { EventRow, RoomAfterAppend, RoomRow, StoreWriter } from "../store/types";
-import { isoNow, type Services } from "./context";
+import { isoNow, roomLife, type Services } from "./context";
+import { expiresAt } from "../domain/room";
 
 export interface NewEvent {
   type: string;
@@ -11,6 +12,11 @@ export interface NewEvent {
   payload: Record<string, unknown>;
   server?: Record<string, unknown>;
   sig?: EventSig;
+}
+
+/** The payload an agent sends and may sign: exactly the given fields, absent ones omitted. */
+export function definedFields(obj: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined));
 }
 
 export interface Receipt {
@@ -66,8 +72,15 @@ export function appendEvent(
     sign: svc.key.sign,
   });
   tx.insertEvent(eventToRow(event, leafHex, checkpoint));
+  // What agents and the owner do keeps a room alive (messages, claims, heartbeats, votes); what the
+  // server and the arbiter do on their own does not.
+  const activity = input.actor === "server" || input.actor === "arbiter" ? {} : {
+    lastActivityAt: event.ts,
+    expiresAt: new Date(expiresAt(Date.parse(room.createdAt), Date.parse(event.ts), roomLife(svc))).toISOString(),
+  };
   const after: RoomRow = {
     ...room,
+    ...activity,
     ...roomPatch,
     headSize: seq,
     headLeaf: leafHex,

@@ -1,6 +1,6 @@
 import { ParleyError } from "../errors";
 import {
-  applyLedgerEvent, contextHash, decideRevision, emptyLedger, sealOf,
+  applyLedgerEvent, contextHash, decideRevision, emptyLedger, isOwner, quorumOf, sealOf,
   type Author, type Discrepancy, type Handshake, type Ledger, type Thread,
 } from "../domain/ledger";
 import { hexToBytes, utf8 } from "../log/bytes";
@@ -8,15 +8,14 @@ import { agentEnvelope, type EventSig } from "../log/event";
 import type { HandshakeInput, OpenThreadInput, ResolveInput, ReviseThreadInput } from "../schemas/ledger";
 import type { RoomRow, StoreWriter } from "../store/types";
 import type { Services } from "./context";
-import { appendEvent, writeTx, type NewEvent, type Receipt } from "./events";
-import { requireOpenRoom, requireOwner, requireRoom } from "./rooms";
-import { checkAgentSignature } from "./signatures";
+import { appendEvent, definedFields, eventFromRow, writeTx, type NewEvent, type Receipt } from "./events";
+import { parseSeqId, requireOpenRoom, requireOwner, requireRoom } from "./rooms";
+import { signedWrite } from "./signatures";
 
-/** The quorum a room was created with (kept in its room.created event), else the server's. */
-function quorumOf(svc: Services, room: RoomRow): number {
+/** The quorum the room was created with, as the log records it (what the verifier replays with). */
+function roomQuorum(svc: Services, room: RoomRow): number {
   const created = svc.store.listEvents(room.uuid, 0, 1)[0];
-  const quorum = created ? (JSON.parse(created.server) as { agree_quorum?: number }).agree_quorum : undefined;
-  return quorum ?? svc.config.agreeQuorum;
+  return quorumOf(created && eventFromRow(created));
 }
 
 /**
@@ -27,7 +26,7 @@ export function appendLedgerEvent(svc: Services, tx: StoreWriter, room: RoomRow,
   const appended = appendEvent(svc, tx, room, event);
   const ledger: Ledger = { ...emptyLedger(), ...structuredClone(part) };
   const before = { revisions: ledger.revisions.length, handshakes: ledger.handshakes.length };
-  applyLedgerEvent(ledger, appended.event, quorumOf(svc, room));
+  applyLedgerEvent(ledger, appended.event, roomQuorum(svc, room));
   for (const t of ledger.threads) tx.saveThread(room.uuid, t, openerKey);
   for (const r of ledger.revisions.slice(before.revisions)) tx.insertRevision(room.uuid, r);
   for (const d of ledger.discrepancies) tx.saveDiscrepancy(room.uuid, d);
@@ -39,20 +38,15 @@ function requireMessage(tx: StoreWriter, room: string, id: number | undefined): 
   if (id !== undefined && !tx.hasMessage(room, id)) throw new ParleyError("validation_error", `source_msg_id: no message with id ${id} in this room.`);
 }
 
-function requireThread(svc: Services, reader: Pick<StoreWriter, "getThread">, room: RoomRow, rawId: string | number) {
-  const id = typeof rawId === "number" ? rawId : Number(rawId);
-  const found = Number.isSafeInteger(id) && id > 0 ? reader.getThread(room.uuid, id) : undefined;
+function requireThread(reader: Pick<StoreWriter, "getThread">, room: RoomRow, rawId: string | number) {
+  const id = parseSeqId(rawId);
+  const found = id === undefined ? undefined : reader.getThread(room.uuid, id);
   if (!found) throw new ParleyError("thread_not_found", `No thread ${String(rawId).slice(0, 20)} in this room. GET /api/rooms/${room.uuid}/context lists them.`);
   return found;
 }
 
 function authorFrom(agentId: string, sig: EventSig | undefined): Author {
   return { agent_id: agentId, auth: sig ? "signed" : "anon", pubkey_hex: sig?.pubkey_hex ?? null };
-}
-
-/** The payload an agent sends and may sign: exactly the given fields, absent ones omitted. */
-function definedFields<T extends Record<string, unknown>>(obj: T): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined));
 }
 
 export type ThreadView = Thread & { revisions: ReturnType<Services["store"]["listRevisions"]>; receipt?: Receipt };
@@ -62,7 +56,7 @@ export function openThread(svc: Services, rawRoomId: string, input: OpenThreadIn
   return writeTx(svc, (tx) => {
     const room = requireOpenRoom(svc, rawRoomId, tx);
     requireMessage(tx, room.uuid, input.source_msg_id);
-    const sig = checkAgentSignature(svc, tx, { room: room.uuid, type: "thread.opened", actor: input.opened_by, payload, seq: room.headSize + 1, signature: input.sig && { kind: "v1", ...input.sig } });
+    const sig = signedWrite(svc, tx, room, "thread.opened", input.opened_by, payload, input.sig);
     const { appended, ledger } = appendLedgerEvent(svc, tx, room, { type: "thread.opened", actor: input.opened_by, payload, sig }, {}, sig?.pubkey_hex ?? null);
     return { ...ledger.threads[0]!, revisions: ledger.revisions, receipt: appended.receipt };
   });
@@ -71,10 +65,14 @@ export function openThread(svc: Services, rawRoomId: string, input: OpenThreadIn
 export function reviseThread(svc: Services, rawRoomId: string, rawThreadId: string, input: ReviseThreadInput): ThreadView {
   return writeTx(svc, (tx) => {
     const room = requireOpenRoom(svc, rawRoomId, tx);
-    const { thread, openerKey } = requireThread(svc, tx, room, rawThreadId);
+    const { thread, openerKey } = requireThread(tx, room, rawThreadId);
     requireMessage(tx, room.uuid, input.source_msg_id);
     const payload = definedFields({ thread_id: thread.id, kind: input.kind, value: input.value, source_msg_id: input.source_msg_id, quote: input.quote });
-    const sig = checkAgentSignature(svc, tx, { room: room.uuid, type: "thread.revised", actor: input.agent_id, payload, seq: room.headSize + 1, signature: input.sig && { kind: "v1", ...input.sig } });
+    // A revision that changes nothing (a repeated confirm) writes nothing: no nonce used, no key pinned.
+    const claimed: Author = { agent_id: input.agent_id, auth: input.sig ? "signed" : "anon", pubkey_hex: input.sig?.pubkey_hex.toLowerCase() ?? null };
+    const unchanged = decideRevision(thread, openerKey, input.kind, claimed);
+    if (unchanged.ok && unchanged.effect === "none") return { ...thread, revisions: tx.listRevisions(room.uuid, thread.id) };
+    const sig = signedWrite(svc, tx, room, "thread.revised", input.agent_id, payload, input.sig);
     const decision = decideRevision(thread, openerKey, input.kind, authorFrom(input.agent_id, sig));
     if (!decision.ok) throw new ParleyError(decision.code, decision.detail);
     if (decision.effect === "none") return { ...thread, revisions: tx.listRevisions(room.uuid, thread.id) };
@@ -98,7 +96,7 @@ export function recordDiscrepancy(svc: Services, tx: StoreWriter, room: RoomRow,
 
 export function getThread(svc: Services, rawRoomId: string, rawThreadId: string): ThreadView {
   const room = requireRoom(svc, rawRoomId);
-  const { thread } = requireThread(svc, svc.store, room, rawThreadId);
+  const { thread } = requireThread(svc.store, room, rawThreadId);
   return { ...thread, revisions: svc.store.listRevisions(room.uuid, thread.id) };
 }
 
@@ -125,7 +123,7 @@ function buildContext(svc: Services, room: RoomRow) {
     discrepancies: svc.store.listDiscrepancies(room.uuid),
     context_hash: hash,
     sealed: sealOf(threads, svc.store.listHandshakes(room.uuid), hash),
-    agree_quorum: quorumOf(svc, room),
+    agree_quorum: roomQuorum(svc, room),
     last_extracted_msg_id: room.arbiterWatermark,
     arbiter_active: room.protocolMode === "premium" && svc.config.arbiterConfigured,
     last_extraction_error: room.lastExtractionError,
@@ -170,7 +168,7 @@ export function handshake(svc: Services, rawRoomId: string, input: HandshakeInpu
       throw new ParleyError("stale_context_hash", `The ledger changed: the current context_hash is ${current}. Read /context again, then handshake that hash.`);
     }
     const payload = { context_hash: current };
-    const sig = checkAgentSignature(svc, tx, { room: room.uuid, type: "handshake.signed", actor: input.agent_id, payload, seq: room.headSize + 1, signature: input.sig && { kind: "v1", ...input.sig } });
+    const sig = signedWrite(svc, tx, room, "handshake.signed", input.agent_id, payload, input.sig);
     const { appended, ledger } = appendLedgerEvent(svc, tx, room, { type: "handshake.signed", actor: input.agent_id, payload, sig }, {});
     return {
       handshake: withSignatureValidity(svc, room.uuid, ledger.handshakes[0]!),
@@ -213,11 +211,9 @@ export function resolveDiscrepancy(svc: Services, rawRoomId: string, rawId: stri
     if (bearer) requireOwner(svc, room, bearer);
     else {
       if (!input.agent_id) throw new ParleyError("not_owner", "Resolving needs the room owner's token, or the agent_id of the related thread's owner.");
-      sig = checkAgentSignature(svc, tx, { room: room.uuid, type: "discrepancy.resolved", actor: input.agent_id, payload, seq: room.headSize + 1, signature: input.sig && { kind: "v1", ...input.sig } });
+      sig = signedWrite(svc, tx, room, "discrepancy.resolved", input.agent_id, payload, input.sig);
       const related = d.thread_id !== null ? tx.getThread(room.uuid, d.thread_id) : undefined;
-      const author = authorFrom(input.agent_id, sig);
-      const owns = related && (related.openerKey ? author.pubkey_hex === related.openerKey : author.agent_id === related.thread.opened_by);
-      if (!owns) throw new ParleyError("not_owner", "Only the related thread's owner or the room owner may resolve this discrepancy.");
+      if (!related || !isOwner(related.thread, related.openerKey, authorFrom(input.agent_id, sig))) throw new ParleyError("not_owner", "Only the related thread's owner or the room owner may resolve this discrepancy.");
       actor = input.agent_id;
     }
     const { appended, ledger } = appendLedgerEvent(svc, tx, room, { type: "discrepancy.resolved", actor, payload, sig }, { discrepancies: [d] });

@@ -1,6 +1,6 @@
 import { ParleyError } from "../errors";
 import { messageFromEvent, type Message } from "../domain/message";
-import { expiresAt, SERVICE_ACTORS } from "../domain/room";
+import { SERVICE_ACTORS } from "../domain/room";
 import type { EventSig } from "../log/event";
 import type { PostMessageInput, ReadMessagesInput } from "../schemas/messages";
 import type { MessageRow, RoomRow, StoreWriter } from "../store/types";
@@ -35,9 +35,18 @@ function signatureOf(input: PostMessageInput): SignatureInput | undefined {
   return undefined;
 }
 
-export function postMessage(svc: Services, caller: Caller, rawRoomId: string, input: PostMessageInput): Promise<Message & { receipt: Receipt }> {
+/**
+ * The post budgets, the same for every way of posting (messages, turn replies): the client's now,
+ * and the returned check takes the agent's in the room once the room is known.
+ */
+export function takePostBudget(svc: Services, caller: Caller): (room: RoomRow, agentId: string) => void {
   const { rate } = svc.config;
   svc.limiter.take(`posts:${caller.ip}`, rate.postsPerMinute, 60_000, "messages from your address");
+  return (room, agentId) => svc.limiter.take(`agent:${room.uuid}:${agentId}`, rate.agentPostsPerMinute, 60_000, `messages from "${agentId}" in this room`);
+}
+
+export function postMessage(svc: Services, caller: Caller, rawRoomId: string, input: PostMessageInput): Promise<Message & { receipt: Receipt }> {
+  const takeAgentBudget = takePostBudget(svc, caller);
   // The payload is exactly what the agent sent and may sign: absent optional fields are omitted.
   const payload: Record<string, unknown> = { text: input.text };
   if (input.reply_to != null) payload.reply_to = input.reply_to;
@@ -45,7 +54,7 @@ export function postMessage(svc: Services, caller: Caller, rawRoomId: string, in
 
   return queuedWrite(svc, (tx) => {
     const room = requireOpenRoom(svc, rawRoomId, tx);
-    svc.limiter.take(`agent:${room.uuid}:${input.agent_id}`, rate.agentPostsPerMinute, 60_000, `messages from "${input.agent_id}" in this room`);
+    takeAgentBudget(room, input.agent_id);
     if (room.mode === "turns") requireTurnToPost(svc, tx, room, input.agent_id);
     if (input.reply_to != null && !tx.hasMessage(room.uuid, input.reply_to)) {
       throw new ParleyError("validation_error", `reply_to: no message with id ${input.reply_to} in this room.`);
@@ -57,7 +66,7 @@ export function postMessage(svc: Services, caller: Caller, rawRoomId: string, in
 }
 
 /**
- * Appends a message.posted event and its row, and moves the room's counters and expiry: the one
+ * Appends a message.posted event and its row, and moves the room's counters: the one
  * place a message is written (agents' posts, turn replies, the server's and the owner's notes).
  * 429 room_full at the cap. Runs inside a write transaction.
  */
@@ -67,13 +76,9 @@ export function appendMessage(svc: Services, tx: StoreWriter, room: RoomRow, act
   }
   // The service's own notes (kickoff card, moderator) do not count as an agent of the room.
   const isNewAgent = !SERVICE_ACTORS.has(actor) && tx.addAgent(room.uuid, actor, room.headSize + 1);
-  const now = svc.clock.now();
-  const life = { idleTtlMs: svc.config.roomIdleTtlMs, maxTtlMs: svc.config.roomMaxTtlMs };
   const appended = appendEvent(svc, tx, room, { type: "message.posted", actor, payload, sig }, {
     messageCount: room.messageCount + 1,
     agentCount: room.agentCount + (isNewAgent ? 1 : 0),
-    lastActivityAt: new Date(now).toISOString(),
-    expiresAt: new Date(expiresAt(Date.parse(room.createdAt), now, life)).toISOString(),
   });
   const message = messageFromEvent(appended.event, appended.leafHash);
   tx.insertMessage({

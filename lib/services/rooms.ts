@@ -6,7 +6,7 @@ import { bytesToBase64 } from "../log/bytes";
 import { EMPTY_ROOT } from "../log/merkle";
 import type { CreateRoomInput, ListRoomsInput } from "../schemas/rooms";
 import type { RoomRow } from "../store/types";
-import { isoNow, type Caller, type Services } from "./context";
+import { isoNow, roomLife, type Caller, type Services } from "./context";
 import { appendEvent, writeTx, type Receipt } from "./events";
 import { ROOM_GONE } from "../realtime/notifier";
 import type { TurnsConfigInput } from "../schemas/turns";
@@ -68,14 +68,26 @@ export function requireOpenRoom(svc: Services, rawId: string, reader: Pick<Servi
 /** Tokens (owner, lease) are stored as their SHA-256 only. */
 export const hashToken = (token: string) => crypto.createHash("sha256").update(token).digest("hex");
 
+/** Whether `token` is the one whose SHA-256 is `hashHex`, compared in constant time. */
+export function tokenMatches(hashHex: string | null, token: string): boolean {
+  if (hashHex === null) return false;
+  const given = Buffer.from(hashToken(token), "hex");
+  const held = Buffer.from(hashHex, "hex");
+  return given.length === held.length && crypto.timingSafeEqual(given, held);
+}
+
+/** A row id from a path (a thread, task or turn: the seq of the event that made it), or undefined. */
+export function parseSeqId(raw: string | number): number | undefined {
+  const id = typeof raw === "number" ? raw : Number(raw);
+  return Number.isSafeInteger(id) && id > 0 ? id : undefined;
+}
+
 /** Owner actions: the owner token as a Bearer token, or the admin token. */
 export function requireOwner(svc: Services, room: RoomRow, bearer: string | undefined): void {
   if (!bearer) throw new ParleyError("not_owner", "This action needs the room's owner token: send Authorization: Bearer <owner_token>.");
-  const given = Buffer.from(hashToken(bearer), "hex");
-  const owner = Buffer.from(room.ownerTokenHash, "hex");
   const admin = svc.config.adminToken;
-  if (crypto.timingSafeEqual(given, owner)) return;
-  if (admin && crypto.timingSafeEqual(given, Buffer.from(hashToken(admin), "hex"))) return;
+  if (tokenMatches(room.ownerTokenHash, bearer)) return;
+  if (admin && tokenMatches(hashToken(admin), bearer)) return;
   throw new ParleyError("not_owner", "The token does not match this room's owner token.");
 }
 
@@ -88,7 +100,7 @@ export function createRoom(svc: Services, caller: Caller, input: CreateRoomInput
   const ownerToken = crypto.randomBytes(24).toString("base64url");
   const now = svc.clock.now();
   const nowIso = new Date(now).toISOString();
-  const expires = new Date(expiresAt(now, now, { idleTtlMs: svc.config.roomIdleTtlMs, maxTtlMs: svc.config.roomMaxTtlMs })).toISOString();
+  const expires = new Date(expiresAt(now, now, roomLife(svc))).toISOString();
   const turns = input.mode === "turns" && input.turns ? turnsConfig(input.turns) : undefined;
   const payload = { description: input.description, is_public: input.is_public, protocol_mode: input.protocol_mode, mode: input.mode, ...(turns ? { turns } : {}) };
 
@@ -193,8 +205,7 @@ export const reopenRoom = (svc: Services, caller: Caller, id: string, bearer?: s
 
 export function deleteRoom(svc: Services, rawId: string, bearer: string | undefined): { deleted: string } {
   const deleted = svc.store.write((tx) => {
-    const room = tx.getRoom(parseRoomId(rawId));
-    if (!room || room.status === "expired") throw roomNotFound();
+    const room = requireRoom(svc, rawId, tx); // 410 for an expired room, swept or not, as on every route
     requireOwner(svc, room, bearer);
     tx.deleteRoomData(room.uuid, false);
     return { deleted: room.uuid };

@@ -1,7 +1,7 @@
 import { ParleyError } from "../errors";
 import { hexToBytes, utf8 } from "../log/bytes";
 import { agentEnvelope, legacySignedString, type EventSig } from "../log/event";
-import type { StoreWriter } from "../store/types";
+import type { RoomRow, StoreWriter } from "../store/types";
 import type { Services } from "./context";
 
 const CLOCK_WINDOW_MS = 5 * 60_000;
@@ -19,6 +19,13 @@ interface SignedWrite {
   seq: number;
   signature?: SignatureInput;
 }
+
+/** The v1 signature an agent sends with a write (the fields of `sig`). */
+export type AgentSig = { pubkey_hex: string; signature_hex: string; ts: string; nonce: string };
+
+/** checkAgentSignature for the next event of `room` with a v1 `sig` (every write but legacy messages). */
+export const signedWrite = (svc: Services, tx: StoreWriter, room: RoomRow, type: string, actor: string, payload: Record<string, unknown>, sig: AgentSig | undefined) =>
+  checkAgentSignature(svc, tx, { room: room.uuid, type, actor, payload, seq: room.headSize + 1, signature: sig && { kind: "v1", ...sig } });
 
 /**
  * Checks an agent's signature and the room's key pinning (trust on first use), and records the

@@ -17,21 +17,14 @@ import type {
   ReleaseTaskInput, ReviewTaskInput, SubmitTaskInput,
 } from "../schemas/tasks";
 import type { RoomRow, StoreReader, StoreWriter } from "../store/types";
-import { isoNow, type Services } from "./context";
-import { appendEvent, eventFromRow, writeTx, type NewEvent, type Receipt } from "./events";
-import { hashToken, requireOpenRoom, requireOwner, requireRoom } from "./rooms";
-import { checkAgentSignature } from "./signatures";
+import { ALL, isoAfter, isoNow, type Services } from "./context";
+import { appendEvent, definedFields, eventFromRow, writeTx, type NewEvent, type Receipt } from "./events";
+import { hashToken, parseSeqId, requireOpenRoom, requireOwner, requireRoom, tokenMatches } from "./rooms";
+import { signedWrite } from "./signatures";
 
-const ALL = Number.MAX_SAFE_INTEGER;
 /** claim-next reads open tasks this many at a time. */
 const NEXT_PAGE = 8;
 
-/** The payload an agent sends and may sign: exactly the given fields, absent ones omitted. */
-function definedFields(obj: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined));
-}
-
-const isoAfter = (svc: Services, seconds: number) => new Date(svc.clock.now() + seconds * 1000).toISOString();
 const heartbeatMs = (svc: Services) => svc.config.agentHeartbeatS * 1000;
 
 /**
@@ -47,8 +40,7 @@ export function appendTaskEvent(svc: Services, tx: StoreWriter, room: RoomRow, e
   return { appended, board };
 }
 
-export type TaskView = Task;
-export const taskView = (t: TaskState): TaskView => publicTask(t);
+const taskView = publicTask;
 
 export function agentView(svc: Services, a: BoardAgent) {
   const { lost: _lost, ...rest } = a;
@@ -57,8 +49,8 @@ export function agentView(svc: Services, a: BoardAgent) {
 }
 
 function requireTask(reader: Pick<StoreReader, "getTask">, room: RoomRow, rawId: string | number): TaskState {
-  const id = typeof rawId === "number" ? rawId : Number(rawId);
-  const task = Number.isSafeInteger(id) && id > 0 ? reader.getTask(room.uuid, id) : undefined;
+  const id = parseSeqId(rawId);
+  const task = id === undefined ? undefined : reader.getTask(room.uuid, id);
   if (!task) throw new ParleyError("task_not_found", `No task ${String(rawId).slice(0, 20)} in this room. GET /api/rooms/${room.uuid}/tasks lists them.`);
   return task;
 }
@@ -67,10 +59,6 @@ function requireRevision(task: Task, base: number | undefined): void {
   if (base !== undefined && base !== task.revision) {
     throw new ParleyError("stale_revision", `Task ${task.id} is at revision ${task.revision}, not ${base}: read it again (GET .../tasks/${task.id}) and decide on the current state.`);
   }
-}
-
-function sign(svc: Services, tx: StoreWriter, room: RoomRow, type: string, actor: string, payload: Record<string, unknown>, sig: JoinBoardInput["sig"]): EventSig | undefined {
-  return checkAgentSignature(svc, tx, { room: room.uuid, type, actor, payload, seq: room.headSize + 1, signature: sig && { kind: "v1", ...sig } });
 }
 
 /** The agent as a claimant: undefined when it never joined or went silent for too long. */
@@ -93,7 +81,7 @@ export function joinBoard(svc: Services, rawRoomId: string, input: JoinBoardInpu
     const room = requireOpenRoom(svc, rawRoomId, tx);
     const existing = tx.getBoardAgent(room.uuid, input.agent_id);
     const type = existing && !existing.lost ? "agent.heartbeat" : "agent.joined";
-    const sig = sign(svc, tx, room, type, input.agent_id, payload, input.sig);
+    const sig = signedWrite(svc, tx, room, type, input.agent_id, payload, input.sig);
     const { appended, board } = appendTaskEvent(svc, tx, room, { type, actor: input.agent_id, payload, sig }, { agents: existing ? [existing] : [] });
     return { ...agentView(svc, board.agents[0]!), event: type, receipt: appended.receipt };
   });
@@ -113,7 +101,7 @@ export function createTask(svc: Services, rawRoomId: string, input: CreateTaskIn
   });
   return writeTx(svc, (tx) => {
     const room = requireOpenRoom(svc, rawRoomId, tx);
-    const sig = sign(svc, tx, room, "task.created", input.agent_id, payload, input.sig);
+    const sig = signedWrite(svc, tx, room, "task.created", input.agent_id, payload, input.sig);
     const { appended, board } = appendTaskEvent(svc, tx, room, { type: "task.created", actor: input.agent_id, payload, sig }, { agents: actorPart(tx, room.uuid, input.agent_id) });
     return { task: taskView(board.tasks[0]!), receipt: appended.receipt };
   });
@@ -156,7 +144,7 @@ export function claimTask(svc: Services, rawRoomId: string, rawTaskId: string, i
     const refusal = decideClaim(task, agent, isoNow(svc));
     if (refusal) throw new ParleyError(refusal.code, refusal.detail);
     const payload = definedFields({ task_id: task.id, lease_s: input.lease_s, base_revision: input.base_revision });
-    const sig = sign(svc, tx, room, "task.claimed", input.agent_id, payload, input.sig);
+    const sig = signedWrite(svc, tx, room, "task.claimed", input.agent_id, payload, input.sig);
     return claimIn(svc, tx, room, task, agent!, input.lease_s ?? LEASE_S_DEFAULT, payload, sig);
   });
 }
@@ -179,16 +167,14 @@ export function claimNextTask(svc: Services, rawRoomId: string, input: ClaimNext
     }
     if (!next) return { task: null };
     const payload = definedFields({ lease_s: input.lease_s });
-    const sig = sign(svc, tx, room, "task.claimed", input.agent_id, payload, input.sig);
+    const sig = signedWrite(svc, tx, room, "task.claimed", input.agent_id, payload, input.sig);
     return claimIn(svc, tx, room, next as TaskState, agent, input.lease_s ?? LEASE_S_DEFAULT, payload, sig);
   });
 }
 
 /** The lease holder's writes: the token must match the current lease (constant-time) and not have run out. */
 function requireLease(svc: Services, task: TaskState, agentId: string, token: string): void {
-  const given = Buffer.from(hashToken(token), "hex");
-  const held = task.status === "claimed" && task.lease_hash !== null ? Buffer.from(task.lease_hash, "hex") : null;
-  if (!held || held.length !== given.length || !crypto.timingSafeEqual(given, held) || task.claimant !== agentId) {
+  if (task.status !== "claimed" || !tokenMatches(task.lease_hash, token) || task.claimant !== agentId) {
     throw new ParleyError("lease_conflict", `You do not hold the lease on task ${task.id} (it is ${task.status}${task.claimant ? `, claimed by "${task.claimant}"` : ""}). Claim it again if it is open.`);
   }
   if (task.lease_until !== null && task.lease_until <= isoNow(svc)) {
@@ -213,7 +199,7 @@ function leasedWrite(
     requireRevision(task, input.base_revision);
     requireLease(svc, task, input.agent_id, input.lease_token);
     const payload = definedFields({ task_id: task.id, ...fields, base_revision: input.base_revision });
-    const sig = sign(svc, tx, room, type, input.agent_id, payload, input.sig);
+    const sig = signedWrite(svc, tx, room, type, input.agent_id, payload, input.sig);
     const { appended, board } = appendTaskEvent(svc, tx, room, { type, actor: input.agent_id, payload, server: server(task), sig }, { tasks: [task], agents: actorPart(tx, room.uuid, input.agent_id) });
     return { task: taskView(board.tasks[0]!), receipt: appended.receipt };
   });
@@ -255,7 +241,7 @@ export function reviewTask(svc: Services, rawRoomId: string, rawTaskId: string, 
       if (!input.agent_id) throw new ParleyError("forbidden", "Reviewing needs your agent_id (the named reviewer or the creator), or the room owner's token.");
       const self = (why: string) => new ParleyError("self_review", `Task ${task.id} was done by "${task.claimant}"; ${why}. Completed is not accepted: someone else must review it.`);
       if (input.agent_id === task.claimant) throw self("its claimant cannot review it");
-      sig = sign(svc, tx, room, "task.reviewed", input.agent_id, payload, input.sig);
+      sig = signedWrite(svc, tx, room, "task.reviewed", input.agent_id, payload, input.sig);
       const claimantKeys = new Set([task.claimant_key, task.claimant ? tx.agentKey(room.uuid, task.claimant)?.pubkeyHex : null].filter((k): k is string => !!k));
       const reviewerKey = sig?.pubkey_hex ?? tx.agentKey(room.uuid, input.agent_id)?.pubkeyHex ?? null;
       if (reviewerKey && claimantKeys.has(reviewerKey)) throw self("this review is signed with the claimant's key");
@@ -288,7 +274,7 @@ export function cancelTask(svc: Services, rawRoomId: string, rawTaskId: string, 
       if (input.agent_id !== task.created_by) {
         throw new ParleyError("forbidden", `Only the task's creator ("${task.created_by}") or the room owner may cancel task ${task.id}.`);
       }
-      sig = sign(svc, tx, room, "task.cancelled", input.agent_id, payload, input.sig);
+      sig = signedWrite(svc, tx, room, "task.cancelled", input.agent_id, payload, input.sig);
       actor = input.agent_id;
     }
     const agents = actor === "owner" ? [] : actorPart(tx, room.uuid, actor);
@@ -299,9 +285,10 @@ export function cancelTask(svc: Services, rawRoomId: string, rawTaskId: string, 
 
 // ---- the sweeper ----
 
+/** The room, if its board's clock runs: open (a closed room stands still) and not expired (about to be purged). */
 function sweepableRoom(svc: Services, tx: StoreWriter, uuid: string): RoomRow | undefined {
   const room = tx.getRoom(uuid);
-  return room && room.status !== "expired" && !isExpired(room, isoNow(svc)) ? room : undefined;
+  return room && room.status === "open" && !isExpired(room, isoNow(svc)) ? room : undefined;
 }
 
 /**
@@ -314,16 +301,12 @@ export function sweepBoards(svc: Services, batch = 100): { lost: number; release
   let released = 0;
   const cutoff = new Date(svc.clock.now() - LOST_AFTER_INTERVALS * heartbeatMs(svc)).toISOString();
   for (;;) {
-    const silent = svc.store.silentAgents(cutoff, batch);
+    const silent = svc.store.silentAgents(cutoff, isoNow(svc), batch);
     for (const { room: uuid, agentId } of silent) {
       writeTx(svc, (tx) => {
         let room = sweepableRoom(svc, tx, uuid);
         const agent = tx.getBoardAgent(uuid, agentId);
-        if (!agent || agent.lost || agent.last_seen > cutoff) return;
-        if (!room) {
-          tx.saveBoardAgent(uuid, { ...agent, lost: true }); // the room is gone: nothing to log
-          return;
-        }
+        if (!room || !agent || agent.lost || agent.last_seen > cutoff) return;
         room = appendTaskEvent(svc, tx, room, { type: "agent.lost", actor: "server", payload: { agent_id: agentId } }, { agents: [agent] }).appended.room;
         lost++;
         for (const task of tx.listTasks(uuid, "claimed").filter((t) => t.claimant === agentId)) {
@@ -341,11 +324,7 @@ export function sweepBoards(svc: Services, batch = 100): { lost: number; release
       writeTx(svc, (tx) => {
         const room = sweepableRoom(svc, tx, uuid);
         const task = tx.getTask(uuid, id);
-        if (!task || task.status !== "claimed" || task.lease_until === null || task.lease_until > now) return;
-        if (!room) {
-          tx.saveTask(uuid, { ...task, status: "open", claimant: null, claimant_key: null, lease_until: null, lease_hash: null });
-          return;
-        }
+        if (!room || !task || task.status !== "claimed" || task.lease_until === null || task.lease_until > now) return;
         const reason = `lease of "${task.claimant}" ran out at ${task.lease_until}`;
         appendTaskEvent(svc, tx, room, { type: "task.released", actor: "server", payload: { task_id: task.id }, server: { reason, failure: true } }, { tasks: [task] });
         released++;

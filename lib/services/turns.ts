@@ -9,7 +9,7 @@ import crypto from "node:crypto";
 import { ParleyError } from "../errors";
 import type { Message } from "../domain/message";
 import {
-  applyTurnEvent, healthAlerts, INPUT_MESSAGES_MAX, isOpenTurn, participant, planAfterTurn, planKickoff, planResume,
+  applyTurnEvent, deadlineOf, healthAlerts, INPUT_MESSAGES_MAX, isOpenTurn, participant, planAfterTurn, planKickoff, planResume,
   publicTurn, resumeRefusal, TERMINAL_TURNS_STATUSES, type Outcome, type Step, type TurnsConfig, type TurnsProjection,
   type TurnsRoom, type TurnState,
 } from "../domain/turns";
@@ -19,13 +19,12 @@ import type { EventSig, LogEvent } from "../log/event";
 import type { ClaimTurnInput, MyTurnInput, ReplyTurnInput, SkipTurnInput } from "../schemas/turns";
 import { turnsProtocolCard } from "../instructions/turns";
 import type { RoomRow, StoreReader, StoreWriter } from "../store/types";
-import { isoNow, type Caller, type Services } from "./context";
+import { isoAfter, isoNow, type Caller, type Services } from "./context";
 import { appendEvent, writeTx, type Appended, type NewEvent, type Receipt } from "./events";
-import { appendMessage, messageFromRow } from "./messages";
-import { hashToken, requireOpenRoom, requireOwner, requireRoom } from "./rooms";
-import { checkAgentSignature } from "./signatures";
+import { appendMessage, messageFromRow, takePostBudget } from "./messages";
+import { hashToken, parseSeqId, requireOpenRoom, requireOwner, requireRoom, tokenMatches } from "./rooms";
+import { signedWrite } from "./signatures";
 
-const isoAfter = (svc: Services, seconds: number) => new Date(svc.clock.now() + seconds * 1000).toISOString();
 
 // ---- lease tokens ----
 
@@ -40,13 +39,6 @@ function leaseToken(svc: Services, room: string, turnId: number, claimSeq: numbe
   return crypto.createHmac("sha256", secret).update(`${room}/${turnId}/${claimSeq}`).digest("base64url");
 }
 
-function tokenMatches(turn: TurnState, token: string): boolean {
-  if (turn.lease_hash === null) return false;
-  const given = Buffer.from(hashToken(token), "hex");
-  const held = Buffer.from(turn.lease_hash, "hex");
-  return given.length === held.length && crypto.timingSafeEqual(given, held);
-}
-
 // ---- reading the projection ----
 
 function requireTurnsRoom(reader: Pick<StoreReader, "getTurnsRoom">, room: RoomRow): TurnsRoom {
@@ -56,8 +48,8 @@ function requireTurnsRoom(reader: Pick<StoreReader, "getTurnsRoom">, room: RoomR
 }
 
 function requireTurn(reader: Pick<StoreReader, "getTurn">, room: RoomRow, rawId: string): TurnState {
-  const id = Number(rawId);
-  const turn = Number.isSafeInteger(id) && id > 0 ? reader.getTurn(room.uuid, id) : undefined;
+  const id = parseSeqId(rawId);
+  const turn = id === undefined ? undefined : reader.getTurn(room.uuid, id);
   if (!turn) throw new ParleyError("turn_not_found", `No turn ${String(rawId).slice(0, 20)} in this room. GET /api/rooms/${room.uuid}/turns/current shows the open one.`);
   return turn;
 }
@@ -100,10 +92,10 @@ const serverEvents = (steps: Step[], first?: { actor: string; sig?: EventSig }):
   steps.map((s, i) => ({ ...s, actor: i === 0 && first ? first.actor : "server", ...(i === 0 && first?.sig ? { sig: first.sig } : {}) }));
 
 /** Inside createRoom's transaction: the kickoff protocol card, then the first turn. */
-export function startTurns(svc: Services, tx: StoreWriter, room: RoomRow, created: LogEvent, config: TurnsConfig): RoomRow {
+export function startTurns(svc: Services, tx: StoreWriter, room: RoomRow, created: LogEvent, config: TurnsConfig): void {
   const proj = applyTurnEvent({ room: null, turns: [] }, created);
   const card = appendMessage(svc, tx, room, "server", { text: turnsProtocolCard(config, room.uuid), kickoff: true });
-  return appendTurnEvents(svc, tx, card.appended.room, proj, serverEvents(planKickoff(proj, isoNow(svc)))).room;
+  appendTurnEvents(svc, tx, card.appended.room, proj, serverEvents(planKickoff(proj, isoNow(svc))));
 }
 
 /**
@@ -124,8 +116,6 @@ function settleTurn(svc: Services, uuid: string, turnId: number): boolean {
     return true;
   });
 }
-
-const deadlineOf = (turn: TurnState) => (turn.status === "ready" ? turn.claim_by : turn.status === "claimed" ? turn.lease_until : null);
 
 /** Settles the room's open turn if it is past its deadline (a read first: most calls find nothing to do). */
 function settleRoom(svc: Services, room: RoomRow): void {
@@ -259,6 +249,9 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
     if (turn.agent_id !== input.agent_id) {
       throw new ParleyError("not_your_turn", `Turn ${turn.id} belongs to "${turn.agent_id}". Wait for yours: my_turn over MCP, or GET /api/rooms/${room.uuid}/turns/mine?agent_id=${encodeURIComponent(input.agent_id)}&wait=30.`);
     }
+    // Signed (or refused for a pinned agent) before anything is handed out, a re-claim included.
+    const payload = { turn_id: turn.id };
+    const sig = signedWrite(svc, tx, room, "turn.claimed", input.agent_id, payload, input.sig);
     const now = isoNow(svc);
     if (turn.status === "claimed") {
       if (turn.lease_until !== null && turn.lease_until > now) {
@@ -279,10 +272,7 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
       const inS = Math.ceil((Date.parse(turn.available_at) - svc.clock.now()) / 1000);
       throw new ParleyError("turn_not_ready", `Turn ${turn.id} opens at ${turn.available_at} (in ${inS} s): claim it then.`);
     }
-    const payload = { turn_id: turn.id };
-    const seq = room.headSize + 1;
-    const sig = checkAgentSignature(svc, tx, { room: room.uuid, type: "turn.claimed", actor: input.agent_id, payload, seq, signature: input.sig && { kind: "v1", ...input.sig } });
-    const token = leaseToken(svc, room.uuid, turn.id, seq);
+    const token = leaseToken(svc, room.uuid, turn.id, room.headSize + 1);
     const leaseUntil = isoAfter(svc, turnsRoom.config.turn_timeout_s);
     const { appended } = appendTurnEvents(svc, tx, room, proj, [
       { type: "turn.claimed", actor: input.agent_id, payload, server: { lease_until: leaseUntil, lease_hash: hashToken(token) }, sig },
@@ -299,15 +289,14 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
 
 /** The lease holder's reply: a message carrying the turn id, the turn's close, and what follows it. */
 export function replyTurn(svc: Services, caller: Caller, rawRoomId: string, rawTurnId: string, input: ReplyTurnInput) {
-  const { rate } = svc.config;
-  svc.limiter.take(`posts:${caller.ip}`, rate.postsPerMinute, 60_000, "messages from your address");
+  const takeAgentBudget = takePostBudget(svc, caller);
   return writeTx(svc, (tx) => {
     const room = requireOpenRoom(svc, rawRoomId, tx);
-    svc.limiter.take(`agent:${room.uuid}:${input.agent_id}`, rate.agentPostsPerMinute, 60_000, `messages from "${input.agent_id}" in this room`);
+    takeAgentBudget(room, input.agent_id);
     const turn = requireTurn(tx, room, rawTurnId);
     const proj = loadProjection(tx, room, turn);
     requireParticipant(proj.room!, input.agent_id);
-    if (turn.agent_id !== input.agent_id || !tokenMatches(turn, input.lease_token)) {
+    if (turn.agent_id !== input.agent_id || !tokenMatches(turn.lease_hash, input.lease_token)) {
       throw new ParleyError("not_your_turn", `This lease token does not hold turn ${turn.id}${turn.agent_id !== input.agent_id ? ` (it is "${turn.agent_id}"'s)` : ""}. Use the token your claim returned.`);
     }
     const now = isoNow(svc);
@@ -323,7 +312,7 @@ export function replyTurn(svc: Services, caller: Caller, rawRoomId: string, rawT
       throw new ParleyError("validation_error", 'result: in a confirm turn reply "complete" to confirm the proposal, "continue" to reject it, or "blocked".');
     }
     const payload = { text: input.text, turn_id: turn.id, result: input.result };
-    const sig = checkAgentSignature(svc, tx, { room: room.uuid, type: "message.posted", actor: input.agent_id, payload, seq: room.headSize + 1, signature: input.sig && { kind: "v1", ...input.sig } });
+    const sig = signedWrite(svc, tx, room, "message.posted", input.agent_id, payload, input.sig);
     const { message, appended } = appendMessage(svc, tx, room, input.agent_id, payload, sig);
     const outcome: Outcome = { kind: "reply", result: input.result, text: input.text, message_id: message.id };
     appendTurnEvents(svc, tx, appended.room, proj, serverEvents(planAfterTurn(proj, turn, outcome, now)));
@@ -357,7 +346,7 @@ export function skipTurn(svc: Services, rawRoomId: string, rawTurnId: string, in
     if (!isOpenTurn(turn)) throw new ParleyError("invalid_transition", `Turn ${turn.id} is ${turn.status}; only an open turn can be skipped.`);
     const steps = planAfterTurn(proj, turn, { kind: "skip", reason: actor === "owner" ? "owner" : "supervisor" }, isoNow(svc));
     if (actor !== "owner") {
-      sig = checkAgentSignature(svc, tx, { room: room.uuid, type: steps[0]!.type, actor, payload: steps[0]!.payload, seq: room.headSize + 1, signature: input.sig && { kind: "v1", ...input.sig } });
+      sig = signedWrite(svc, tx, room, steps[0]!.type, actor, steps[0]!.payload, input.sig);
     }
     const { appended } = appendTurnEvents(svc, tx, room, proj, serverEvents(steps, { actor, sig }));
     return { ...turnsStateView(proj.room!, proj.turns.find((t) => t.id === proj.room!.current)), receipt: appended[0]!.receipt as Receipt | null };
@@ -366,7 +355,7 @@ export function skipTurn(svc: Services, rawRoomId: string, rawTurnId: string, in
 
 // ---- the owner ----
 
-function ownerAction(svc: Services, rawRoomId: string, bearer: string | undefined, act: (proj: TurnsProjection, room: RoomRow, tx: StoreWriter) => NewEvent[]) {
+function ownerAction(svc: Services, rawRoomId: string, bearer: string | undefined, act: (proj: TurnsProjection) => NewEvent[]) {
   return writeTx(svc, (tx) => {
     const room = requireRoom(svc, rawRoomId, tx);
     requireOwner(svc, room, bearer);
@@ -374,7 +363,7 @@ function ownerAction(svc: Services, rawRoomId: string, bearer: string | undefine
     if (TERMINAL_TURNS_STATUSES.has(proj.room!.status)) {
       throw new ParleyError("room_closed", `This turns room is ${proj.room!.status} and read-only.`);
     }
-    const events = act(proj, room, tx);
+    const events = act(proj);
     const { appended } = appendTurnEvents(svc, tx, room, proj, events);
     const current = proj.room!.current === null ? undefined : proj.turns.find((t) => t.id === proj.room!.current);
     return { ...turnsStateView(proj.room!, current), receipt: (appended[0]?.receipt ?? null) as Receipt | null };

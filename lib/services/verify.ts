@@ -6,13 +6,12 @@ import { bytesToBase64, bytesToHex, hexToBytes } from "../log/bytes";
 import { consistencyProof, inclusionProof, memoisedSubtree, type SubtreeHash } from "../log/merkle";
 import { BUNDLE_FORMAT, verifyBundle, type RoomBundle, type VerifyReport } from "../log/verify";
 import type { RoomRow } from "../store/types";
-import type { Services } from "./context";
+import { ALL, type Services } from "./context";
 import { eventFromRow } from "./events";
 import { messageFromRow } from "./messages";
 import { requireRoom } from "./rooms";
 import { ed25519VerifyAsync } from "./server-key";
 
-const ALL = Number.MAX_SAFE_INTEGER;
 
 const serverKeyRef = (svc: Services) => ({ key_name: svc.key.keyName, pubkey_hex: svc.key.pubkeyHex });
 
@@ -71,10 +70,10 @@ export function latestCheckpoint(svc: Services, rawRoomId: string): string {
   return requireRoom(svc, rawRoomId).checkpoint;
 }
 
-function treeSize(room: RoomRow, name: string, value: number | undefined, min: number): number {
+function treeSize(room: RoomRow, name: string, value: number | undefined): number {
   const size = value ?? room.headSize;
-  if (size < min || size > room.headSize) {
-    throw new ParleyError("validation_error", `${name}: must be between ${min} and the current size ${room.headSize}.`);
+  if (size < 1 || size > room.headSize) {
+    throw new ParleyError("validation_error", `${name}: must be between 1 and the current size ${room.headSize}.`);
   }
   return size;
 }
@@ -109,7 +108,7 @@ function proofTree(svc: Services, room: RoomRow): ProofTree {
 /** RFC 9162 inclusion proof of event `seq` in the tree of `size` events (default: the current one). */
 export function inclusionProofFor(svc: Services, rawRoomId: string, seq: number, size?: number) {
   const room = requireRoom(svc, rawRoomId);
-  const n = treeSize(room, "size", size, 1);
+  const n = treeSize(room, "size", size);
   if (seq < 1 || seq > n) throw new ParleyError("validation_error", `seq: must be between 1 and the tree size ${n}.`);
   const { leaves, subtree } = proofTree(svc, room);
   return {
@@ -126,7 +125,7 @@ export function inclusionProofFor(svc: Services, rawRoomId: string, seq: number,
 /** RFC 9162 consistency proof from the tree of `from` events to the tree of `to` events. */
 export function consistencyProofFor(svc: Services, rawRoomId: string, from: number, to?: number) {
   const room = requireRoom(svc, rawRoomId);
-  const n = treeSize(room, "to", to, 1);
+  const n = treeSize(room, "to", to);
   if (from < 1 || from > n) throw new ParleyError("validation_error", `from: must be between 1 and to (${n}).`);
   const { leaves, subtree } = proofTree(svc, room);
   return {

@@ -11,7 +11,7 @@ import * as schema from "./schema";
 import type { RoomListQuery, RoomRow, Store, StoreWriter } from "./types";
 import type { Auth, Discrepancy, Handshake, Revision, RevisionKind, Thread, ThreadStatus } from "../domain/ledger";
 import type { BoardAgent, TaskState, TaskStatus } from "../domain/tasks";
-import type { TurnState, TurnStatus, TurnsRoom, TurnsStatus } from "../domain/turns";
+import { deadlineOf, type TurnState, type TurnStatus, type TurnsRoom, type TurnsStatus } from "../domain/turns";
 
 const { rooms, events, messages, roomAgents, signatureNonces, threads, revisions, discrepancies, handshakes } = schema;
 const { tasks, boardAgents } = schema; // task board (issue 7)
@@ -43,6 +43,8 @@ export function openSqliteStore(dataDir: string): Store {
   migrate(db, { migrationsFolder: MIGRATIONS });
 
   const p = sql.placeholder;
+  /** A room that takes writes at `now`: open, and not past its expiry. */
+  const liveRoom = (now: string) => and(eq(rooms.status, "open"), gt(rooms.expiresAt, now));
   // The hot paths, prepared once.
   const getRoom = db.select().from(rooms).where(eq(rooms.uuid, p("uuid"))).prepare();
   const listMessages = db
@@ -150,11 +152,14 @@ export function openSqliteStore(dataDir: string): Store {
       const row = getBoardAgentRow.get({ room, agentId });
       return row && toBoardAgent(row);
     },
+    // Both only in live rooms: a closed room's board stands still until it is reopened, and an
+    // expired one waits to be purged (the sweepers would otherwise find the same rows forever).
     expiredLeases: (now: string, limit: number) =>
-      db.select({ room: tasks.room, id: tasks.id }).from(tasks).where(and(eq(tasks.status, "claimed"), lte(tasks.leaseUntil, now))).limit(limit).all(),
-    silentAgents: (cutoff: string, limit: number) =>
-      db.select({ room: boardAgents.room, agentId: boardAgents.agentId }).from(boardAgents)
-        .where(and(eq(boardAgents.lost, false), lte(boardAgents.lastSeen, cutoff))).limit(limit).all(),
+      db.select({ room: tasks.room, id: tasks.id }).from(tasks).innerJoin(rooms, eq(rooms.uuid, tasks.room))
+        .where(and(eq(tasks.status, "claimed"), lte(tasks.leaseUntil, now), liveRoom(now))).limit(limit).all(),
+    silentAgents: (cutoff: string, now: string, limit: number) =>
+      db.select({ room: boardAgents.room, agentId: boardAgents.agentId }).from(boardAgents).innerJoin(rooms, eq(rooms.uuid, boardAgents.room))
+        .where(and(eq(boardAgents.lost, false), lte(boardAgents.lastSeen, cutoff), liveRoom(now))).limit(limit).all(),
   };
   const boardWriter = {
     saveTask(room: string, t: TaskState) {
@@ -190,10 +195,10 @@ export function openSqliteStore(dataDir: string): Store {
     listTurns: (room: string) => db.select().from(turns).where(eq(turns.room, room)).orderBy(asc(turns.id)).all().map(toTurn),
     lastTurns: (room: string, limit: number) =>
       db.select().from(turns).where(eq(turns.room, room)).orderBy(desc(turns.id)).limit(limit).all().map(toTurn).reverse(),
-    // Only in rooms that take writes: a closed room's clock stands still until it is reopened.
+    // Only in live rooms: a closed room's clock stands still until it is reopened.
     dueTurns: (now: string, limit: number) =>
       db.select({ room: turns.room, id: turns.id }).from(turns).innerJoin(rooms, eq(rooms.uuid, turns.room))
-        .where(and(sql`${turns.status} IN ('ready', 'claimed')`, lte(turns.deadline, now), eq(rooms.status, "open"))).limit(limit).all(),
+        .where(and(sql`${turns.status} IN ('ready', 'claimed')`, lte(turns.deadline, now), liveRoom(now))).limit(limit).all(),
   };
   const turnsWriter = {
     saveTurnsRoom(room: string, r: TurnsRoom) {
@@ -202,7 +207,7 @@ export function openSqliteStore(dataDir: string): Store {
     },
     saveTurn(room: string, t: TurnState) {
       const { agent_id, status, lease_hash, ...rest } = t;
-      const deadline = status === "ready" ? t.claim_by : status === "claimed" ? t.lease_until : null;
+      const deadline = deadlineOf(t);
       upsertTurn.run({ room, id: t.id, agentId: agent_id, status, deadline, leaseHash: lease_hash, data: JSON.stringify(rest) });
     },
   };

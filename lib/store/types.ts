@@ -54,10 +54,10 @@ export interface StoreReader {
   openTasksAtPriority(room: string, priority: number, limit: number, offset: number): TaskState[];
   listBoardAgents(room: string): BoardAgent[];
   getBoardAgent(room: string, agentId: string): BoardAgent | undefined;
-  /** Claimed tasks whose lease ran out at `now` (any room): [room, task id]. */
+  /** Claimed tasks whose lease ran out at `now` (any open room): [room, task id]. */
   expiredLeases(now: string, limit: number): { room: string; id: number }[];
-  /** Agents not marked lost whose last heartbeat is at or before `cutoff` (any room). */
-  silentAgents(cutoff: string, limit: number): { room: string; agentId: string }[];
+  /** Agents not marked lost whose last heartbeat is at or before `cutoff` (any open room). */
+  silentAgents(cutoff: string, now: string, limit: number): { room: string; agentId: string }[];
   // ---- turns mode (issue 6) ----
   getTurnsRoom(room: string): TurnsRoom | undefined;
   getTurn(room: string, id: number): TurnState | undefined;
@@ -65,7 +65,7 @@ export interface StoreReader {
   listTurns(room: string): TurnState[];
   /** The newest `limit` turns, oldest first. */
   lastTurns(room: string, limit: number): TurnState[];
-  /** Open turns past their deadline at `now` (any room): [room, turn id]. */
+  /** Open turns past their deadline at `now` (any open room): [room, turn id]. */
   dueTurns(now: string, limit: number): { room: string; id: number }[];
 }
 
