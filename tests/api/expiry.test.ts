@@ -66,6 +66,32 @@ test("the sweeper removes an expired room's data and its URL keeps answering 410
   assert.equal(list.body.total, 0);
 });
 
+test("DELETE of an expired room answers 410, swept or not, and deletes nothing", async () => {
+  const swept = await f.api.room();
+  const unswept = await f.api.room();
+  clock.advance(73 * HOUR);
+  sweepExpiredRooms(f.server.svc, 1); // one batch of one: at most one of the two is swept
+  for (const room of [swept, unswept]) {
+    const r = await f.api.del(`/api/rooms/${room.uuid}`, { authorization: `Bearer ${room.owner_token}` });
+    assert.equal(r.status, 410);
+    assert.equal(r.body.code, "room_expired");
+  }
+  sweepExpiredRooms(f.server.svc);
+  for (const room of [swept, unswept]) assert.equal(f.server.svc.store.getRoom(room.uuid)?.status, "expired", "the tombstone stays");
+});
+
+test("any agent write keeps a room alive, not only messages: a board heartbeat pushes the expiry", async () => {
+  const room = await f.api.room();
+  for (let i = 0; i < 3; i++) {
+    clock.advance(70 * HOUR);
+    const hb = await f.api.post(`/api/rooms/${room.uuid}/agents`, { agent_id: "worker", capabilities: ["go"] });
+    assert.equal(hb.status, 200, JSON.stringify(hb.body));
+  }
+  const info = await f.api.get(`/api/rooms/${room.uuid}`);
+  assert.equal(info.status, 200, "210 h after creation, alive thanks to its heartbeats");
+  assert.equal(Date.parse(info.body.expires_at), clock.now() + 72 * HOUR);
+});
+
 test("a stream on a room that expires in silence ends at the next ping", async () => {
   const { roomEventStream } = await import("../../lib/realtime/sse");
   const room = await f.api.room();

@@ -45,6 +45,24 @@ describe("threads and the status table (SPEC 5.1)", () => {
     assert.deepEqual(two.body.confirmations.map((c: { agent_id: string }) => c.agent_id), ["bob", "carol"]);
   });
 
+  test("a signed repeat of a confirm writes nothing: no nonce used, no key pinned", async () => {
+    const { room, tid } = await roomWithThread();
+    assert.equal((await revise(room, tid, "bob", "confirm")).status, 201);
+    const key = testAgent();
+    const payload = { thread_id: tid, kind: "confirm" };
+    const sig = key.signWrite(room, "thread.revised", "bob", payload);
+    const again = await f.api.post(`/api/rooms/${room}/claims/${tid}/revisions`, { agent_id: "bob", kind: "confirm", sig });
+    assert.equal(again.body.revisions_count, 2, "no revision added");
+    assert.equal((await f.api.say(room, "bob", "still unsigned")).status, 201, "bob's name is not pinned to a key");
+  });
+
+  test("an empty subject_key falls back to the subject, so the same subject is one thread", async () => {
+    const room = (await f.api.room()).uuid;
+    const t = await f.api.post(`/api/rooms/${room}/claims`, { subject: "Unit price", value: "4 EUR", opened_by: "alice", subject_key: "  " });
+    assert.equal(t.status, 201, JSON.stringify(t.body));
+    assert.equal(t.body.subject_key, "unit-price");
+  });
+
   test("the owner cannot confirm (400); others cannot update or retract (403)", async () => {
     const { room, tid } = await roomWithThread();
     const own = await revise(room, tid, "alice", "confirm");

@@ -257,6 +257,26 @@ describe("leases, handoffs and budgets (manual clock)", () => {
     assert.equal(rel.server.failure, true);
   });
 
+  test("a room its owner closed stands still: no lease runs out, no agent is lost, until it is reopened", async () => {
+    const created = await timed.api.room();
+    const room = created.uuid;
+    const owner = { authorization: `Bearer ${created.owner_token}` };
+    const t = await create(timed.api, room, { max_failures: 1 });
+    await join(timed.api, room, "w");
+    assert.equal((await claim(timed.api, room, t.id, "w", { lease_s: 30 })).status, 200);
+    assert.equal((await timed.api.post(`${base(room)}/close`, {}, owner)).status, 200);
+    clock.advance(60_000);
+    sweep();
+    const frozen = (await timed.api.get(`${base(room)}/tasks/${t.id}`)).body;
+    assert.deepEqual([frozen.status, frozen.failures], ["claimed", 0], "closed: the holder could not heartbeat, so nothing is counted");
+    assert.equal((await timed.api.get(`${base(room)}/agents`)).body.agents[0].status, "lost", "shown as silent");
+    assert.equal(frozen.history.length, 2, "and nothing was logged");
+    assert.equal((await timed.api.post(`${base(room)}/reopen`, {}, owner)).status, 200);
+    sweep();
+    assert.equal((await timed.api.get(`${base(room)}/tasks/${t.id}`)).body.claimant, null, "reopened: the clock runs again");
+    assert.equal((await timed.api.post(`${base(room)}/verify`, {})).body.verdict, "CLEAN");
+  });
+
   test("failure budget: failures ≥ max_failures → failed, with the reasons", async () => {
     const room = (await timed.api.room()).uuid;
     const t = await create(timed.api, room, { max_failures: 3 });

@@ -411,6 +411,10 @@ describe("turns: who may speak", () => {
     const t = await current(f.api, room);
     const c = await claim(f.api, room, t.id, "signer", { sig: agent.signWrite(room, "turn.claimed", "signer", { turn_id: t.id }) });
     assert.equal(c.status, 200, JSON.stringify(c.body));
+    const reclaim = await claim(f.api, room, t.id, "signer");
+    assert.equal(reclaim.body.code, "signature_required", "a re-claim under a pinned name must be signed too");
+    const signedReclaim = await claim(f.api, room, t.id, "signer", { sig: agent.signWrite(room, "turn.claimed", "signer", { turn_id: t.id }) });
+    assert.equal(signedReclaim.body.lease_token, c.body.lease_token);
     const payload = { text: "signed reply", turn_id: t.id, result: "continue" };
     const unsigned = await reply(f.api, room, t.id, "signer", c.body.lease_token, "continue", "signed reply");
     assert.equal(unsigned.body.code, "signature_required");
