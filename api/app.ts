@@ -15,7 +15,7 @@ import { skillRoutes } from "./routes/skill";
 import { taskRoutes } from "./routes/tasks";
 import { turnRoutes } from "./routes/turns";
 
-export const MAX_BODY_BYTES = 64 * 1024;
+const MAX_BODY_BYTES = 64 * 1024;
 
 /** Requests with their own, tighter budgets in the services (POST /mcp: per message, in api/routes/mcp.ts). */
 const OWN_BUDGET = /^\/(api\/rooms(\/[^/]+\/messages)?|mcp)$/;

@@ -26,7 +26,7 @@ function quality(accept: string, type: string): number {
 }
 
 /** JSON responses unless the client ranks text/event-stream above application/json. */
-export const prefersEventStream = (accept: string | undefined) =>
+const prefersEventStream = (accept: string | undefined) =>
   quality(accept ?? "", "text/event-stream") > quality(accept ?? "", "application/json");
 
 /** POST /mcp: MCP Streamable HTTP, stateless (a new server and transport per request), SPEC 8. */

@@ -20,29 +20,7 @@ import { requireRoom } from "../services/rooms";
 import { readAnswer, type ModelAnswer } from "./answer";
 import { Aborted, LlmError, type ChatMessage, type LlmProvider } from "./client";
 import { composePrompt, correctionPrompt, type Prompt } from "./prompt";
-
-export interface ExtractionSummary {
-  full: boolean;
-  /** Messages read in this run (after the watermark, or all for a full rescan). */
-  messages: number;
-  from_msg_id: number | null;
-  to_msg_id: number | null;
-  /** Batches whose answer was applied. */
-  batches: number;
-  calls: number;
-  tokens: number;
-  applied: number;
-  skipped: number;
-  /** Why items were not applied (at most 50 listed). */
-  skipped_items: { item: string; reason: string }[];
-  /** Messages that kept failing and were skipped (recorded as arbiter.failed). */
-  failed_messages: number[];
-  /** Answers fixed by the corrective retry, and answers repaired after being cut short. */
-  corrected: number;
-  salvaged: number;
-  /** The room's watermark after the run. */
-  last_extracted_msg_id: number;
-}
+import type { ExtractionSummary } from "../schemas/arbiter-summary";
 
 export interface ExtractDeps {
   providers: LlmProvider[];
