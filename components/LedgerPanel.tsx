@@ -5,11 +5,9 @@ import type { Discrepancy, LedgerContext, Revision, Thread, ThreadStatus } from 
 import { AgentName } from "./AgentName";
 import { plural } from "./format";
 import { Clock } from "./MessageItem";
-import { LEDGER_EVENT_TYPES, useRoomEventBus, useRoomEvents } from "./RoomEvents";
+import { LEDGER_EVENT_TYPES, useRefetchOn, useRoomEventBus } from "./RoomEvents";
 import { errorDetail, messageOf } from "./fetch";
 
-/** Ledger events arriving within this window are covered by one GET /context. */
-const REFETCH_DEBOUNCE_MS = 150;
 /** How long a "jump to message" that could not jump explains why. */
 const NOTE_MS = 6000;
 
@@ -287,7 +285,6 @@ export function LedgerPanel({ roomId, initialContext, arbiterConfigured }: Ledge
   /** Requests are numbered so an older answer never replaces a newer one. */
   const issued = useRef(0);
   const applied = useRef(0);
-  const pending = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
 
   const apply = useCallback((n: number, next: LedgerContext) => {
     if (n <= applied.current) return;
@@ -307,14 +304,7 @@ export function LedgerPanel({ roomId, initialContext, arbiterConfigured }: Ledge
     }
   }, [roomId, apply]);
 
-  useRoomEvents(LEDGER_EVENT_TYPES, () => {
-    if (pending.current !== undefined) return;
-    pending.current = setTimeout(() => {
-      pending.current = undefined;
-      void reload();
-    }, REFETCH_DEBOUNCE_MS);
-  });
-  useEffect(() => () => clearTimeout(pending.current), []);
+  useRefetchOn(LEDGER_EVENT_TYPES, () => void reload());
 
   async function runArbiter() {
     setRefresh({ phase: "running" });

@@ -93,3 +93,19 @@ export function useRoomEvents(types: readonly string[], onEvent: (event: RoomEve
     });
   }, [bus, key]);
 }
+
+/** Events arriving within this window (a reply brings three or four) are covered by one re-read. */
+const REFETCH_DEBOUNCE_MS = 150;
+
+/** Calls `reload` once after a burst of events of these types: how the panels follow the stream. */
+export function useRefetchOn(types: readonly string[], reload: () => void): void {
+  const pending = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  useRoomEvents(types, () => {
+    if (pending.current !== undefined) return;
+    pending.current = setTimeout(() => {
+      pending.current = undefined;
+      reload();
+    }, REFETCH_DEBOUNCE_MS);
+  });
+  useEffect(() => () => clearTimeout(pending.current), []);
+}

@@ -1,14 +1,13 @@
 "use client";
 
-import { useCallback, useEffect, useRef, useState } from "react";
+import { useCallback, useState } from "react";
 import type { Task, TaskStatus } from "../lib/domain/tasks";
 import { AgentName } from "./AgentName";
-import { plural } from "./format";
-import { TASK_EVENT_TYPES, useRoomEvents } from "./RoomEvents";
+import { plural, duration } from "./format";
+import { TASK_EVENT_TYPES, useRefetchOn } from "./RoomEvents";
+import { useClock } from "./hydrated";
 import { errorDetail, messageOf } from "./fetch";
 
-/** Board events arriving within this window are covered by one GET /tasks. */
-const REFETCH_DEBOUNCE_MS = 150;
 
 const COLUMNS: { status: TaskStatus; title: string }[] = [
   { status: "open", title: "Open" },
@@ -24,8 +23,8 @@ const MAIN = new Set<TaskStatus>(["open", "claimed", "submitted", "accepted"]);
 
 /** Time left on a lease, at the board's clock. */
 function LeaseCountdown({ until, now }: { until: string; now: number }) {
-  const left = Math.round((Date.parse(until) - now) / 1000);
-  const text = left <= 0 ? "lease ran out" : left >= 120 ? `${Math.floor(left / 60)} min left` : `${left} s left`;
+  const left = (Date.parse(until) - now) / 1000;
+  const text = left <= 0 ? "lease ran out" : `${duration(left)} left`;
   return (
     <span className="task-lease" data-expired={left <= 0 ? "true" : undefined} title={`Lease until ${until}`}>
       {text}
@@ -130,35 +129,22 @@ function TaskCard({ task: t, now }: { task: Task; now: number }) {
 export function TaskBoard({ roomId, initialTasks, now: renderedAt }: { roomId: string; initialTasks: Task[]; now: number }) {
   const [tasks, setTasks] = useState<Task[]>(initialTasks);
   const [loadError, setLoadError] = useState<string | null>(null);
-  const [now, setNow] = useState(renderedAt);
-  const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
+  // The clock ticks only while a lease counts down or a handoff may run out.
+  const { now, sync } = useClock(renderedAt, tasks.some((t) => (t.status === "claimed" && t.lease_until) || t.handoff));
 
   const reload = useCallback(async () => {
     try {
       const res = await fetch(`/api/rooms/${roomId}/tasks`);
       if (!res.ok) throw new Error(await errorDetail(res));
       setTasks(((await res.json()) as { tasks: Task[] }).tasks);
-      setNow(Date.now());
+      sync();
       setLoadError(null);
     } catch (err) {
       setLoadError(messageOf(err));
     }
   }, [roomId]);
 
-  useRoomEvents(TASK_EVENT_TYPES, () => {
-    if (timer.current) clearTimeout(timer.current);
-    timer.current = setTimeout(() => void reload(), REFETCH_DEBOUNCE_MS);
-  });
-  useEffect(() => () => void (timer.current && clearTimeout(timer.current)), []);
-
-  // The clock ticks only while a lease counts down or a handoff may run out.
-  const ticking = tasks.some((t) => (t.status === "claimed" && t.lease_until) || t.handoff);
-  useEffect(() => {
-    if (!ticking) return;
-    setNow(Date.now());
-    const tick = setInterval(() => setNow(Date.now()), 1000);
-    return () => clearInterval(tick);
-  }, [ticking]);
+  useRefetchOn(TASK_EVENT_TYPES, () => void reload());
 
   const columns = COLUMNS.map((c) => ({ ...c, list: tasks.filter((t) => t.status === c.status) })).filter((c) => MAIN.has(c.status) || c.list.length > 0);
 

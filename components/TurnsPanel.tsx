@@ -1,19 +1,18 @@
 "use client";
 
-import { useCallback, useEffect, useRef, useState } from "react";
+import { useCallback, useRef, useState } from "react";
 import type { z } from "zod";
 import type { turnsState } from "../lib/schemas/turns";
 import { AgentName } from "./AgentName";
 import { duration, plural } from "./format";
-import { TURN_EVENT_TYPES, useRoomEvents } from "./RoomEvents";
+import { TURN_EVENT_TYPES, useRefetchOn } from "./RoomEvents";
+import { useClock } from "./hydrated";
 import { errorDetail, messageOf } from "./fetch";
 
 /** GET /api/rooms/{id}/turns/current: the room's turn state and its open turn. */
 export type TurnsState = z.infer<typeof turnsState>;
 type OpenTurn = NonNullable<TurnsState["current"]>;
 
-/** Turn events arriving within this window (a reply brings three or four) are covered by one GET. */
-const REFETCH_DEBOUNCE_MS = 150;
 
 const STATUS_TONE: Record<TurnsState["status"], string> = { active: "accent", completed: "green", blocked: "amber", cancelled: "red" };
 
@@ -97,9 +96,8 @@ function Proposal({ state }: { state: TurnsState }) {
 export function TurnsPanel({ roomId, initialState, now: renderedAt }: { roomId: string; initialState: TurnsState; now: number }) {
   const [state, setState] = useState<TurnsState>(initialState);
   const [loadError, setLoadError] = useState<string | null>(null);
-  // The server's time at render first, so the countdown hydrates to the same text; then the browser's.
-  const [now, setNow] = useState(renderedAt);
-  const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
+  // The countdown ticks only while a turn is open.
+  const { now, sync } = useClock(renderedAt, state.current !== null);
   /** Answers to older requests that arrive after a newer one are dropped. */
   const requests = useRef(0);
 
@@ -111,27 +109,14 @@ export function TurnsPanel({ roomId, initialState, now: renderedAt }: { roomId: 
       const next = (await res.json()) as TurnsState;
       if (mine !== requests.current) return;
       setState(next);
-      setNow(Date.now());
+      sync();
       setLoadError(null);
     } catch (err) {
       if (mine === requests.current) setLoadError(messageOf(err));
     }
   }, [roomId]);
 
-  useRoomEvents(TURN_EVENT_TYPES, () => {
-    if (timer.current) clearTimeout(timer.current);
-    timer.current = setTimeout(() => void reload(), REFETCH_DEBOUNCE_MS);
-  });
-  useEffect(() => () => void (timer.current && clearTimeout(timer.current)), []);
-
-  // The countdown ticks only while a turn is open.
-  const ticking = state.current !== null;
-  useEffect(() => {
-    if (!ticking) return;
-    setNow(Date.now());
-    const tick = setInterval(() => setNow(Date.now()), 1000);
-    return () => clearInterval(tick);
-  }, [ticking]);
+  useRefetchOn(TURN_EVENT_TYPES, () => void reload());
 
   const current = state.current;
   const clock = current ? turnClock(current, now) : null;

@@ -1,4 +1,4 @@
-import { useSyncExternalStore } from "react";
+import { useEffect, useState, useSyncExternalStore } from "react";
 
 const noSubscribe = () => () => {};
 
@@ -12,3 +12,18 @@ export const useHydrated = () =>
     () => true,
     () => false,
   );
+
+/**
+ * The time countdowns show: the server's render time first (so the text hydrates unchanged), then
+ * the browser's, ticking every second while `ticking`. `sync` sets it to now (after a re-read).
+ */
+export function useClock(renderedAt: number, ticking: boolean): { now: number; sync: () => void } {
+  const [now, setNow] = useState(renderedAt);
+  useEffect(() => {
+    if (!ticking) return;
+    setNow(Date.now());
+    const tick = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(tick);
+  }, [ticking]);
+  return { now, sync: () => setNow(Date.now()) };
+}

@@ -56,7 +56,7 @@ test("a task moves across the board live as an agent claims, submits and another
   // Claimed: it moves to Claimed with its claimant and a lease countdown.
   const claim = await api<{ lease_token: string }>(`/api/rooms/${room}/tasks/${task.id}/claim`, { agent_id: "coder", lease_s: 600 });
   await board.locator(`.task-column[data-status="claimed"] li.task-card[data-task-id="${task.id}"]`).waitFor({ timeout: 10_000 });
-  assert.match(await text(page, `li.task-card[data-task-id="${task.id}"] .task-claimant`), /^claimed by coder · (9|10) min left$/);
+  assert.match(await text(page, `li.task-card[data-task-id="${task.id}"] .task-claimant`), /^claimed by coder · (9 min \d\d s|10 min 00 s) left$/);
 
   // Submitted: a receipt with its artifacts.
   await api(`/api/rooms/${room}/tasks/${task.id}/submit`, {
