@@ -3,7 +3,7 @@ import { SERVICE_ACTORS } from "../domain/room";
 
 // Control characters (C0, DEL, C1) are never part of a name.
 // eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+export const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 export const agentId = z
   .string({ error: "must be a string" })
@@ -44,3 +44,15 @@ export const pageLimit = (max = 500, dflt = 100) =>
     .transform((n) => n ?? dflt);
 
 export const HEX64 = /^[0-9a-f]{64}$/i;
+export const hex64 = z.string({ error: "must be a string" }).regex(HEX64, "must be 64 hex digits");
+
+/** Trimmed text of at most `max` characters; `nonEmpty` also at least one. */
+export const text = (max: number) => z.string({ error: "must be a string" }).trim().max(max, `must be at most ${max} characters`);
+export const nonEmpty = (max: number) => text(max).min(1, "must not be empty");
+
+/** A whole number in [min, max], named in the message ("a whole number of seconds"). */
+export const int = (name: string, min: number, max: number) =>
+  z.number({ error: `must be ${name}` }).int(`must be ${name}`).min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
+
+export const leaseToken = z.string({ error: "must be the lease token the claim returned" }).min(1, "must be the lease token the claim returned").max(200);
+export const auth = z.enum(["signed", "anon"]);

@@ -1,13 +1,7 @@
 import { z } from "zod";
-import { agentId } from "./common";
+import { agentId, auth, hex64, nonEmpty } from "./common";
 import { signatureV1 } from "./messages";
 
-const nonEmpty = (max: number) =>
-  z
-    .string({ error: "must be a string" })
-    .trim()
-    .min(1, "must not be empty")
-    .max(max, `must be at most ${max} characters`);
 
 const sourceMsgId = z.number({ error: "must be a message id (integer)" }).int("must be a message id (integer)").min(1, "must be a message id (integer)");
 const quote = z.string({ error: "must be a string" }).max(300, "must be at most 300 characters");
@@ -38,7 +32,7 @@ export type ReviseThreadInput = z.infer<typeof reviseThreadBody>;
 
 export const handshakeBody = z.object({
   agent_id: agentId,
-  context_hash: z.string({ error: "must be a string" }).regex(/^[0-9a-f]{64}$/i, "must be 64 hex digits"),
+  context_hash: hex64,
   sig: signatureV1.optional(),
 });
 export type HandshakeInput = z.infer<typeof handshakeBody>;
@@ -46,7 +40,6 @@ export type HandshakeInput = z.infer<typeof handshakeBody>;
 export const resolveBody = z.object({ agent_id: agentId.optional(), sig: signatureV1.optional() });
 export type ResolveInput = z.infer<typeof resolveBody>;
 
-const auth = z.enum(["signed", "anon"]);
 export const revision = z.object({
   id: z.number().int(),
   thread_id: z.number().int(),

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { agentId, HEX64, messageText, pageLimit, queryInt } from "./common";
+import { agentId, auth, HEX64, messageText, pageLimit, queryInt } from "./common";
 
 export const signatureV1 = z.object({
   pubkey_hex: z.string().regex(HEX64, "must be 64 hex digits"),
@@ -46,7 +46,7 @@ export const message = z.object({
   text: z.string(),
   timestamp: z.string(),
   reply_to: z.number().int().nullable(),
-  auth: z.enum(["signed", "anon"]),
+  auth,
   key_ref: z.string().nullable(),
   pubkey_hex: z.string().nullable(),
   signature_hex: z.string().nullable(),

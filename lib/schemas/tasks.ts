@@ -1,21 +1,13 @@
 import { z } from "zod";
-import { agentId } from "./common";
+import { agentId, auth, CONTROL, hex64, int, leaseToken, nonEmpty, text } from "./common";
 import { receipt, signatureV1 } from "./messages";
 import { TASK_STATUSES } from "../domain/tasks";
 
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-
-const text = (max: number) => z.string({ error: "must be a string" }).trim().max(max, `must be at most ${max} characters`);
-const nonEmpty = (max: number) => text(max).min(1, "must not be empty");
 const capability = nonEmpty(40).refine((s) => !CONTROL.test(s), "must not contain control characters");
 const capabilities = (max: number) =>
   z.array(capability, { error: "must be an array of capability names" }).max(max, `must list at most ${max} capabilities`);
-const int = (name: string, min: number, max: number) =>
-  z.number({ error: `must be ${name}` }).int(`must be ${name}`).min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
 const baseRevision = int("a whole number", 1, Number.MAX_SAFE_INTEGER).optional();
 const leaseS = int("a whole number of seconds", 30, 3600).optional();
-const leaseToken = z.string({ error: "must be the lease token the claim returned" }).min(1, "must be the lease token the claim returned").max(200);
 
 /** POST /api/rooms/{id}/agents: join the board or refresh (heartbeat). */
 export const joinBoardBody = z.object({ agent_id: agentId, capabilities: capabilities(20), sig: signatureV1.optional() });
@@ -49,7 +41,7 @@ export const handoffTaskBody = z
 export const artifact = z.object({
   type: z.enum(["url", "commit", "pr", "file", "text", "hash"], { error: "must be one of url, commit, pr, file, text, hash" }),
   ref: nonEmpty(5000),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/i, "must be 64 hex digits").optional(),
+  sha256: hex64.optional(),
   note: text(500).optional(),
 });
 export const submitTaskBody = z.object({
@@ -111,6 +103,6 @@ export const taskWithHistory = task.extend({ history: z.array(taskEvent) });
 export const taskResult = z.object({ task, receipt });
 export const claimResult = z.object({ task: task.nullable(), lease_token: z.string().optional(), receipt: receipt.optional() });
 export const boardAgent = z.object({
-  agent_id: z.string(), capabilities: z.array(z.string()), auth: z.enum(["signed", "anon"]), key_ref: z.string().nullable(),
+  agent_id: z.string(), capabilities: z.array(z.string()), auth, key_ref: z.string().nullable(),
   last_seen: z.string(), status: z.enum(["online", "away", "lost"]),
 });

@@ -1,11 +1,9 @@
 import { z } from "zod";
-import { agentId, messageText, queryInt } from "./common";
+import { agentId, int, leaseToken, messageText, queryInt } from "./common";
 import { message, receipt, signatureV1 } from "./messages";
 import { TURNS_DEFAULTS, TURNS_LIMITS, turnsConfigProblems } from "../domain/turns";
 
-const int = (name: string, [min, max]: readonly [number, number]) =>
-  z.number({ error: `must be ${name}` }).int(`must be ${name}`).min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
-const leaseToken = z.string({ error: "must be the lease token the claim returned" }).min(1, "must be the lease token the claim returned").max(200);
+const limited = (name: string, [min, max]: readonly [number, number]) => int(name, min, max);
 
 /** The `turns` object of POST /api/rooms with mode "turns". */
 export const turnsConfigBody = z
@@ -15,12 +13,12 @@ export const turnsConfigBody = z
       .min(TURNS_LIMITS.participants[0], `must list at least ${TURNS_LIMITS.participants[0]} agents`)
       .max(TURNS_LIMITS.participants[1], `must list at most ${TURNS_LIMITS.participants[1]} agents`),
     first: agentId.optional(),
-    max_rounds: int("a whole number", TURNS_LIMITS.max_rounds).optional().default(TURNS_DEFAULTS.max_rounds),
-    turn_timeout_s: int("a whole number of seconds", TURNS_LIMITS.turn_timeout_s).optional().default(TURNS_DEFAULTS.turn_timeout_s),
-    delay_s: int("a whole number of seconds", TURNS_LIMITS.delay_s).optional().default(TURNS_DEFAULTS.delay_s),
+    max_rounds: limited("a whole number", TURNS_LIMITS.max_rounds).optional().default(TURNS_DEFAULTS.max_rounds),
+    turn_timeout_s: limited("a whole number of seconds", TURNS_LIMITS.turn_timeout_s).optional().default(TURNS_DEFAULTS.turn_timeout_s),
+    delay_s: limited("a whole number of seconds", TURNS_LIMITS.delay_s).optional().default(TURNS_DEFAULTS.delay_s),
     policy: z.enum(["consensus", "supervisor"], { error: 'must be "consensus" or "supervisor"' }).optional().default(TURNS_DEFAULTS.policy),
     supervisor: agentId.optional(),
-    absent_after: int("a whole number", TURNS_LIMITS.absent_after).optional().default(TURNS_DEFAULTS.absent_after),
+    absent_after: limited("a whole number", TURNS_LIMITS.absent_after).optional().default(TURNS_DEFAULTS.absent_after),
   }, { error: (iss) => (iss.code === "invalid_type" ? "must be an object" : undefined) })
   .strict()
   .superRefine((t, ctx) => {
@@ -43,7 +41,7 @@ export const myTurnQuery = z.object({ agent_id: agentId, wait: queryInt(0, 30).o
 export type MyTurnInput = z.infer<typeof myTurnQuery>;
 
 export const cancelTurnsBody = z.object({ reason: z.string({ error: "must be a string" }).trim().max(500, "must be at most 500 characters").optional() });
-export const raiseRoundsBody = z.object({ max_rounds: int("a whole number", TURNS_LIMITS.max_rounds) });
+export const raiseRoundsBody = z.object({ max_rounds: limited("a whole number", TURNS_LIMITS.max_rounds) });
 export const reinstateBody = z.object({ agent_id: agentId });
 export const moderatorNoteBody = z.object({ text: messageText });
 
