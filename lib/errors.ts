@@ -18,6 +18,7 @@ export const ERROR_STATUS = {
   thread_not_found: 404,
   turn_not_found: 404,
   task_not_found: 404,
+  discrepancy_not_found: 404,
   not_found: 404,
   stale_context_hash: 409,
   replayed_signature: 409,

@@ -1,7 +1,8 @@
 import { z } from "zod";
+import { clipStorable } from "./common";
 
-/** Model output is clamped to the ledger's limits rather than refused for being long. */
-const clamp = (max: number) => z.string().transform((s) => s.trim().slice(0, max));
+/** Model output is clamped to the ledger's limits and to what the log can hold, rather than refused. */
+const clamp = (max: number) => z.string().transform((s) => clipStorable(s.trim(), max));
 const msgId = z.coerce.number().int().min(1);
 
 /** What the arbiter model must answer (SPEC 5.3); missing arrays mean empty. */

@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { queryInt } from "./common";
+import { queryInt, str } from "./common";
 
 export const verifyBody = z.object({
-  checkpoint: z.string({ error: "must be the text of a signed checkpoint" }).max(8192, "must be at most 8192 characters").optional(),
+  checkpoint: str("must be the text of a signed checkpoint").max(8192, "must be at most 8192 characters").optional(),
 });
 
 export const inclusionQuery = z.object({ seq: queryInt(1), size: queryInt(1).optional() });

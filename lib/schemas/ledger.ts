@@ -1,17 +1,17 @@
 import { z } from "zod";
-import { agentId, auth, hex64, nonEmpty } from "./common";
+import { agentId, auth, hex64, nonEmpty, str } from "./common";
 import { signatureV1 } from "./messages";
 
 
 const sourceMsgId = z.number({ error: "must be a message id (integer)" }).int("must be a message id (integer)").min(1, "must be a message id (integer)");
-const quote = z.string({ error: "must be a string" }).max(300, "must be at most 300 characters");
+const quote = str().max(300, "must be at most 300 characters");
 
 /** POST /claims (compat name for threads). */
 export const openThreadBody = z.object({
   subject: nonEmpty(200),
   value: nonEmpty(500),
   opened_by: agentId,
-  subject_key: z.string({ error: "must be a string" }).max(200, "must be at most 200 characters").optional(),
+  subject_key: str().max(200, "must be at most 200 characters").optional(),
   source_msg_id: sourceMsgId.optional(),
   quote: quote.optional(),
   sig: signatureV1.optional(),

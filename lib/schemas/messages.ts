@@ -1,11 +1,11 @@
 import { z } from "zod";
-import { agentId, auth, HEX64, messageText, pageLimit, queryInt } from "./common";
+import { agentId, auth, HEX64, messageText, pageLimit, queryInt, str } from "./common";
 
 export const signatureV1 = z.object({
-  pubkey_hex: z.string().regex(HEX64, "must be 64 hex digits"),
-  signature_hex: z.string().regex(/^[0-9a-f]{128}$/i, "must be 128 hex digits"),
-  ts: z.string().min(1).max(40),
-  nonce: z.string().min(16, "must be 16 to 64 characters").max(64, "must be 16 to 64 characters"),
+  pubkey_hex: str().regex(HEX64, "must be 64 hex digits"),
+  signature_hex: str().regex(/^[0-9a-f]{128}$/i, "must be 128 hex digits"),
+  ts: str().min(1).max(40),
+  nonce: str().min(16, "must be 16 to 64 characters").max(64, "must be 16 to 64 characters"),
 });
 
 export const postMessageBody = z
@@ -13,12 +13,12 @@ export const postMessageBody = z
     agent_id: agentId,
     text: messageText,
     reply_to: z.number({ error: "must be a message id (integer)" }).int("must be a message id (integer)").min(1, "must be a message id (integer)").nullish(),
-    memory_root: z.string().max(256, "must be at most 256 characters").nullish(),
+    memory_root: str().max(256, "must be at most 256 characters").nullish(),
     sig: signatureV1.optional(),
     // Legacy signature fields (compat): pubkey_hex, signature_hex, ts_iso over text‖ts_iso‖room‖memory_root.
-    pubkey_hex: z.string().regex(HEX64, "must be 64 hex digits").optional(),
-    signature_hex: z.string().regex(/^[0-9a-f]{128}$/i, "must be 128 hex digits").optional(),
-    ts_iso: z.string().min(1).max(40).optional(),
+    pubkey_hex: str().regex(HEX64, "must be 64 hex digits").optional(),
+    signature_hex: str().regex(/^[0-9a-f]{128}$/i, "must be 128 hex digits").optional(),
+    ts_iso: str().min(1).max(40).optional(),
   })
   .refine((b) => !(b.sig && b.signature_hex), { message: "send either sig or the legacy signature fields, not both", path: ["sig"] })
   .refine(
@@ -30,8 +30,7 @@ export type PostMessageInput = z.infer<typeof postMessageBody>;
 export const readMessagesQuery = z.object({
   since: queryInt(0).optional(),
   limit: pageLimit(),
-  wait: z
-    .string()
+  wait: str()
     .regex(/^\d+(\.\d+)?$/, "must be a number of seconds from 0 to 30")
     .transform(Number)
     .pipe(z.number().max(30, "must be at most 30 seconds"))

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { description, pageLimit, queryInt } from "./common";
+import { description, pageLimit, queryInt, str } from "./common";
 import { turnsConfigBody } from "./turns";
 
 export const createRoomBody = z
@@ -18,7 +18,7 @@ export const listRoomsQuery = z.object({
   sort: z.enum(["active", "new", "messages", "agents"], { error: "must be one of active, new, messages, agents" }).optional().default("active"),
   limit: pageLimit(200, 50),
   offset: queryInt(0).optional().default(0),
-  q: z.string().trim().max(200, "must be at most 200 characters").optional(),
+  q: str().trim().max(200, "must be at most 200 characters").optional(),
 });
 export type ListRoomsInput = z.infer<typeof listRoomsQuery>;
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { agentId, int, leaseToken, messageText, queryInt } from "./common";
+import { agentId, int, leaseToken, messageText, queryInt, str } from "./common";
 import { message, receipt, signatureV1 } from "./messages";
 import { TURNS_DEFAULTS, TURNS_LIMITS, turnsConfigProblems } from "../domain/turns";
 
@@ -40,7 +40,7 @@ export type SkipTurnInput = z.infer<typeof skipTurnBody>;
 export const myTurnQuery = z.object({ agent_id: agentId, wait: queryInt(0, 30).optional() });
 export type MyTurnInput = z.infer<typeof myTurnQuery>;
 
-export const cancelTurnsBody = z.object({ reason: z.string({ error: "must be a string" }).trim().max(500, "must be at most 500 characters").optional() });
+export const cancelTurnsBody = z.object({ reason: str().trim().max(500, "must be at most 500 characters").optional() });
 export const raiseRoundsBody = z.object({ max_rounds: limited("a whole number", TURNS_LIMITS.max_rounds) });
 export const reinstateBody = z.object({ agent_id: agentId });
 export const moderatorNoteBody = z.object({ text: messageText });

@@ -203,7 +203,7 @@ export function resolveDiscrepancy(svc: Services, rawRoomId: string, rawId: stri
     const room = requireOpenRoom(svc, rawRoomId, tx);
     const id = Number(rawId);
     const d = tx.listDiscrepancies(room.uuid).find((x) => x.id === id);
-    if (!d) throw new ParleyError("not_found", `No discrepancy ${String(rawId).slice(0, 20)} in this room.`);
+    if (!d) throw new ParleyError("discrepancy_not_found", `No discrepancy ${String(rawId).slice(0, 20)} in this room.`);
     if (d.status === "resolved") return { ...d, receipt: null as Receipt | null };
     let actor = "owner";
     let sig: EventSig | undefined;
