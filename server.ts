@@ -6,6 +6,7 @@ import { getRequestListener } from "@hono/node-server";
 import { createApiApp } from "./api/app";
 import { arbiterOf } from "./lib/arbiter";
 import { ConfigError, loadConfig, type Config } from "./lib/config";
+import { originWarning } from "./lib/config/origin";
 import { ROOM_PATH, wantsMarkdown } from "./lib/instructions/negotiate";
 import { setServices } from "./lib/runtime";
 import { createServices } from "./lib/services";
@@ -17,7 +18,7 @@ import { loadOrCreateServerKey } from "./lib/services/server-key";
 import { openSqliteStore } from "./lib/store/sqlite";
 
 const ROOT = path.dirname(fileURLToPath(import.meta.url));
-const API_PATHS = /^\/(api(\/|$)|mcp(\/|$)|skill(\/|$)|parley-skill\.tar\.gz$|health$|metrics$|openapi\.json$|agents\.md$|llms\.txt$|\.well-known\/)/;
+const API_PATHS = /^\/(api(\/|$)|mcp(\/|$)|skill(\/|$)|parley-skill\.tar\.gz$|health$|metrics$|openapi\.json$|docs$|agents\.md$|llms\.txt$|\.well-known\/)/;
 
 export interface StartOptions {
   config?: Config;
@@ -147,6 +148,8 @@ if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.ar
   try {
     const running = await startServer();
     console.log(`Parley listening on ${running.svc.config.publicUrl ?? running.url} (data in ${running.svc.config.dataDir})`);
+    const originNote = originWarning(running.svc.config);
+    if (originNote) console.warn(originNote);
     const stop = () => void running.close().then(() => process.exit(0));
     process.on("SIGINT", stop);
     process.on("SIGTERM", stop);

@@ -29,7 +29,7 @@ export function createApiApp(svc: Services): Hono<Env> {
     await next();
     c.header("X-Content-Type-Options", "nosniff");
     c.header("Referrer-Policy", "no-referrer");
-    c.header("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'");
+    if (!c.res.headers.has("Content-Security-Policy")) c.header("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'");
   });
   app.use(async (c, next) => {
     if (!(c.req.method === "POST" && OWN_BUDGET.test(c.req.path))) limitRequest(svc, c.var.caller.ip);

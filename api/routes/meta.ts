@@ -2,10 +2,12 @@ import type { Context } from "hono";
 import { z } from "zod";
 import { ParleyError } from "../../lib/errors";
 import { agentsMarkdown, llmsTxt } from "../../lib/instructions";
+import { plainLine } from "../../lib/instructions/safe-text";
 import { roomBrief } from "../../lib/services/brief";
 import type { Services } from "../../lib/services/context";
 import { metricsText, requireMetricsAccess } from "../../lib/services/metrics";
 import { bearer, doc, socketPeer, type App } from "../http";
+import { apiDocsHtml, DOCS_CSP } from "../docs-page";
 import { openApiDocument } from "../openapi";
 
 const serverKey = z.object({ pubkey_hex: z.string(), alg: z.literal("ed25519"), key_name: z.string(), key_id: z.string() });
@@ -30,6 +32,7 @@ export function metaRoutes(app: App, svc: Services): void {
   });
 
   app.get("/openapi.json", (c) => c.json(openApiDocument(c.var.caller.origin)));
+  app.get("/docs", (c) => c.html(apiDocsHtml(openApiDocument(c.var.caller.origin)), 200, { "Content-Security-Policy": DOCS_CSP }));
   app.get("/agents.md", (c) => c.body(agentsMarkdown(c.var.caller.origin, svc.config.roomMessageCap), 200, { "Content-Type": MARKDOWN }));
   app.get("/llms.txt", (c) => c.body(llmsTxt(c.var.caller.origin), 200, { "Content-Type": "text/plain; charset=utf-8" }));
 
@@ -47,5 +50,5 @@ export function metaRoutes(app: App, svc: Services): void {
 }
 
 function markdownError(c: Context, err: ParleyError) {
-  return c.body(`# ${err.status} ${err.code}\n\n${err.detail}\n`, err.status as 404, { "Content-Type": MARKDOWN, Vary: "Accept" });
+  return c.body(`# ${err.status} ${err.code}\n\n${plainLine(err.detail)}\n`, err.status as 404, { "Content-Type": MARKDOWN, Vary: "Accept" });
 }

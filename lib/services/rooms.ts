@@ -31,7 +31,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Room ids: UUIDs, upper case accepted and normalised, anything else 400 invalid_uuid. */
 export function parseRoomId(raw: string): string {
-  const id = raw.trim();
+  const id = raw; // not trimmed: " <uuid>" (a leading %20) is not a room id
   if (!UUID.test(id)) throw new ParleyError("invalid_uuid", `"${raw.slice(0, 60)}" is not a room id: expected a UUID such as 3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23.`);
   return id.toLowerCase();
 }

@@ -72,8 +72,12 @@ test("streams are cleaned up when the client goes away", async () => {
 });
 
 test("unknown room is 404, malformed 400", async () => {
-  assert.equal((await fetch(`${f.url}/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23/events`)).status, 404);
-  assert.equal((await fetch(`${f.url}/api/rooms/xyz/events`)).status, 400);
+  const unknown = await fetch(`${f.url}/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23/events`);
+  assert.equal(unknown.status, 404);
+  assert.equal((await unknown.json()).code, "room_not_found");
+  const malformed = await fetch(`${f.url}/api/rooms/xyz/events`);
+  assert.equal(malformed.status, 400);
+  assert.equal((await malformed.json()).code, "invalid_uuid");
 });
 
 test("pings keep idle streams alive", async () => {

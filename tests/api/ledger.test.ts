@@ -160,8 +160,8 @@ describe("threads and the status table (SPEC 5.1)", () => {
       assert.ok(r.body.detail.startsWith(`${field}: `) || r.body.code === field, r.body.detail);
     }
     assert.equal((await f.api.post(`/api/rooms/${room}/claims`, { subject: "s", value: "v", opened_by: "a".repeat(100), quote: "q".repeat(300) })).status, 201);
-    assert.equal((await f.api.get(`/api/rooms/${room}/claims/77777`)).status, 404);
-    assert.equal((await f.api.get("/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23/context")).status, 404);
+    assert.equal((await f.api.get(`/api/rooms/${room}/claims/77777`)).body.code, "thread_not_found");
+    assert.equal((await f.api.get("/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23/context")).body.code, "room_not_found");
   });
 });
 
@@ -243,7 +243,7 @@ describe("discrepancies", () => {
     assert.equal(byRoomOwner.body.status, "resolved");
     assert.equal(byRoomOwner.body.resolved_by, "owner");
     assert.equal(await statusOf(did2), "resolved");
-    assert.equal((await f.api.post(`/api/rooms/${room}/discrepancies/9999/resolve`, {}, { authorization: `Bearer ${owner.owner_token}` })).status, 404);
+    assert.equal((await f.api.post(`/api/rooms/${room}/discrepancies/9999/resolve`, {}, { authorization: `Bearer ${owner.owner_token}` })).body.code, "discrepancy_not_found");
   });
 });
 

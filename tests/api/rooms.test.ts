@@ -196,17 +196,18 @@ describe("owner actions", () => {
     assert.equal((await f.api.del(`/api/rooms/${room.uuid}`, { authorization: "Bearer wrong" })).status, 403);
     const gone = await f.api.del(`/api/rooms/${room.uuid}`, { authorization: `Bearer ${room.owner_token}` });
     assert.equal(gone.status, 200);
-    assert.equal((await f.api.get(`/api/rooms/${room.uuid}`)).status, 404);
-    assert.equal((await f.api.del(`/api/rooms/${room.uuid}`, { authorization: `Bearer ${room.owner_token}` })).status, 404);
+    assert.equal((await f.api.get(`/api/rooms/${room.uuid}`)).body.code, "room_not_found");
+    assert.equal((await f.api.del(`/api/rooms/${room.uuid}`, { authorization: `Bearer ${room.owner_token}` })).body.code, "room_not_found");
 
     const other = await f.api.room();
     const admin = await f.api.del(`/api/rooms/${other.uuid}`, { authorization: "Bearer admin-token-for-tests-0123456789" });
     assert.equal(admin.status, 200);
-    assert.equal((await f.api.get(`/api/rooms/${other.uuid}`)).status, 404, "the admin's delete removed it");
+    assert.equal((await f.api.get(`/api/rooms/${other.uuid}`)).body.code, "room_not_found", "the admin's delete removed it");
   });
 
   test("owner actions on an unknown room are 404", async () => {
     const r = await f.api.post("/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23/close", {}, { authorization: "Bearer x" });
     assert.equal(r.status, 404);
+    assert.equal(r.body.code, "room_not_found");
   });
 });

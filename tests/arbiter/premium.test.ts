@@ -209,7 +209,7 @@ describe("without an arbiter", () => {
   });
 
   test("refresh of an unknown room is 404, of a malformed id 400", async () => {
-    assert.equal((await b.post("/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23/context/refresh")).status, 404);
-    assert.equal((await b.post("/api/rooms/nope/context/refresh")).status, 400);
+    assert.equal((await b.post("/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23/context/refresh")).body.code, "room_not_found");
+    assert.equal((await b.post("/api/rooms/nope/context/refresh")).body.code, "invalid_uuid");
   });
 });

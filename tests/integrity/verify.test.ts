@@ -73,8 +73,8 @@ describe("verify with a checkpoint the caller kept", () => {
   });
 
   test("unknown room 404, bad id 400", async () => {
-    assert.equal((await f.api.post("/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23/verify", {})).status, 404);
-    assert.equal((await f.api.post("/api/rooms/xyz/verify", {})).status, 400);
+    assert.equal((await f.api.post("/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23/verify", {})).body.code, "room_not_found");
+    assert.equal((await f.api.post("/api/rooms/xyz/verify", {})).body.code, "invalid_uuid");
   });
 });
 

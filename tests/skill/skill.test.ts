@@ -129,6 +129,7 @@ describe("skill pack", () => {
     }
     const missing = await fetch(`${f.url}/skill/parley/../../package.json`);
     assert.equal(missing.status, 404);
+    assert.equal((await missing.json()).code, "not_found");
     const nothing = await fetch(`${f.url}/skill/parley/nope.md`);
     assert.equal(nothing.status, 404);
     assert.equal((await nothing.json()).code, "not_found");
