@@ -1,6 +1,7 @@
 import type { Context, Hono } from "hono";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import type { z } from "zod";
+import { requestOrigin } from "../lib/config/origin";
 import { ParleyError, validationError } from "../lib/errors";
 import type { Caller, Services } from "../lib/services/context";
 
@@ -81,10 +82,13 @@ function clientIp(c: Context, trustProxy: number): string {
   return peer;
 }
 
+/** The port the request arrived on (undefined outside a Node socket). */
+const localPort = (c: Context) => (c.env as { incoming?: { socket?: { localPort?: number } } } | undefined)?.incoming?.socket?.localPort;
+
 export function callerFor(svc: Services, c: Context): Caller {
   return {
     ip: clientIp(c, svc.config.trustProxy),
-    origin: svc.config.publicUrl ?? new URL(c.req.url).origin,
+    origin: requestOrigin(svc.config, { host: new URL(c.req.url).host, forwardedProto: c.req.header("x-forwarded-proto"), localPort: localPort(c) }),
   };
 }
 

@@ -1,14 +1,14 @@
 import { headers } from "next/headers";
+import { requestOrigin } from "../../lib/config/origin";
 import { getServices } from "../../lib/runtime";
 import type { Caller, Services } from "../../lib/services/context";
 
-/** The services server.ts started, and the page's caller (origin: PARLEY_PUBLIC_URL, else this request's). */
+/** The services server.ts started, and the page's caller (origin: PARLEY_PUBLIC_URL, else an allowed request Host, else the listen address). */
 export async function pageContext(): Promise<{ svc: Services; caller: Caller }> {
   const svc = getServices();
   const h = await headers();
-  const proto = h.get("x-forwarded-proto")?.split(",")[0]?.trim();
-  const scheme = proto === "https" || proto === "http" ? proto : "http";
-  const origin = svc.config.publicUrl ?? `${scheme}://${h.get("host") ?? "localhost"}`;
+  // The same rule as the API's (lib/config/origin.ts): a Host nobody allowed never reaches a printed URL.
+  const origin = requestOrigin(svc.config, { host: h.get("host"), forwardedProto: h.get("x-forwarded-proto") });
   return { svc, caller: { ip: "page", origin } };
 }
 

@@ -1,6 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { AGREE_QUORUM_DEFAULT } from "../domain/ledger";
+import { validHostPort } from "./origin";
 
 /** Durations accept plain seconds ("3600") or a number with a unit: 90s, 15m, 72h, 30d. */
 const duration = z
@@ -28,11 +29,19 @@ const url = z
   .url("must be an absolute URL such as https://parley.example")
   .transform((u) => u.replace(/\/+$/, ""));
 
+/** Comma-separated host[:port] list, lower-cased, the default ports dropped (a Host header omits them). */
+const hostList = z
+  .string()
+  .transform((raw) => raw.split(",").map((h) => h.trim().toLowerCase()).filter(Boolean))
+  .refine((hosts) => hosts.every(validHostPort), "must be a comma-separated list of host[:port] such as parley.example,10.0.0.5:3000")
+  .transform((hosts) => hosts.map((h) => h.replace(/:(80|443)$/, "")));
+
 const schema = z.object({
   PORT: int(0, 65535).default(3000),
   HOST: z.string().trim().min(1).default("0.0.0.0"),
   PARLEY_DATA_DIR: z.string().trim().min(1).default("./data"),
   PARLEY_PUBLIC_URL: url.optional(),
+  PARLEY_ALLOWED_HOSTS: hostList.default([]),
   PARLEY_KEY_FILE: z.string().trim().min(1).optional(),
   PARLEY_KEY_NAME: z.string().trim().regex(/^[^\s+]+$/, "must be one word without '+'").optional(),
   PARLEY_ADMIN_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
@@ -125,6 +134,8 @@ export type Config = {
   host: string;
   dataDir: string;
   publicUrl?: string;
+  /** Without publicUrl: request Hosts (besides loopback) whose origin may be printed (lib/config/origin.ts). */
+  allowedHosts: string[];
   keyFile: string;
   keyName: string;
   adminToken?: string;
@@ -165,6 +176,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: e.HOST,
     dataDir,
     publicUrl: e.PARLEY_PUBLIC_URL,
+    allowedHosts: e.PARLEY_ALLOWED_HOSTS,
     keyFile: path.resolve(e.PARLEY_KEY_FILE ?? path.join(dataDir, "server.key")),
     keyName: e.PARLEY_KEY_NAME ?? (e.PARLEY_PUBLIC_URL ? new URL(e.PARLEY_PUBLIC_URL).host : "localhost"),
     adminToken: e.PARLEY_ADMIN_TOKEN,

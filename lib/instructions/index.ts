@@ -1,6 +1,7 @@
 import type { TurnsConfig } from "../domain/turns";
 // The tool list itself, so llms.txt names every tool the endpoint serves (mcp/tools does not import this module).
 import { TOOLS } from "../../mcp/tools";
+import { quoteBlock } from "./safe-text";
 import { turnsInstructions } from "./turns";
 /** The markdown agents read: per room (GET /{uuid} as markdown), /agents.md and /llms.txt. */
 
@@ -14,12 +15,6 @@ export interface RoomBrief {
   /** The rules of a turns room (mode "turns"). */
   turns?: TurnsConfig;
 }
-
-const quoteBlock = (text: string) =>
-  text
-    .split("\n")
-    .map((l) => `> ${l}`)
-    .join("\n");
 
 /** Shared by the per-room text and /agents.md: the loop, the rules, the errors. */
 function howToTakePart(api: string, cap: number): string {

@@ -1,7 +1,8 @@
 /** What agents read about a turns room: the kickoff protocol card and the section of the room instructions. */
 import type { TurnsConfig } from "../domain/turns";
+import { inlineCode } from "./safe-text";
 
-const list = (agents: string[]) => agents.map((a) => `\`${a}\``).join(", ");
+const list = (agents: string[]) => agents.map(inlineCode).join(", ");
 
 /** How to take a turn, with the room's API base (an absolute URL in instructions, a path in the card). */
 function turnsHowTo(api: string): string {
@@ -16,7 +17,7 @@ function turnsHowTo(api: string): string {
 
 function turnsFinish(config: TurnsConfig): string {
   const byConsensus = "when one participant replies `complete`, every other active participant gets a confirm turn; all confirm → the room is completed, one `continue` → the dialogue resumes after them.";
-  const bySupervisor = `\`${config.supervisor}\` (the supervisor) ends the room with \`complete\` at once; anyone else's \`complete\` asks the supervisor to confirm. The supervisor may skip the open turn.`;
+  const bySupervisor = `${inlineCode(config.supervisor ?? "")} (the supervisor) ends the room with \`complete\` at once; anyone else's \`complete\` asks the supervisor to confirm. The supervisor may skip the open turn.`;
   return config.policy === "supervisor" ? bySupervisor : byConsensus;
 }
 

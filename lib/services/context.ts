@@ -26,7 +26,7 @@ export interface Services {
 /** Who is asking and from where: the adapters (REST, MCP, pages) fill this in. */
 export interface Caller {
   ip: string;
-  /** Origin used in URLs we print: PARLEY_PUBLIC_URL, else the request's own origin. */
+  /** Origin used in URLs we print: PARLEY_PUBLIC_URL, else an allowed request Host, else the listen address (lib/config/origin.ts). */
   origin: string;
 }
 
