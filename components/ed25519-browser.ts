@@ -4,7 +4,7 @@
  * to object to). Browser-only: imported by client components.
  */
 import { bytesToHex, hexToBytes } from "../lib/log/bytes";
-import { nobleVerify } from "../lib/log/ed25519";
+import { isStrictEd25519Input, nobleVerify } from "../lib/log/ed25519";
 import type { Ed25519Verify } from "../lib/log/verify";
 
 export type Ed25519Impl = "WebCrypto" | "noble";
@@ -33,7 +33,9 @@ function importKey(s: SubtleCrypto, pub: Uint8Array): Promise<CryptoKey> {
   return key;
 }
 
+/** WebCrypto behind the strict input rules: like OpenSSL, it accepts small-order keys and R. */
 async function webCryptoVerify(s: SubtleCrypto, pub: Uint8Array, msg: Uint8Array, sig: Uint8Array): Promise<boolean> {
+  if (!isStrictEd25519Input(pub, sig)) return false;
   return s.verify("Ed25519", await importKey(s, pub), buf(sig), buf(msg));
 }
 
@@ -83,7 +85,7 @@ function slicedNoble(): Ed25519Verify {
   };
   return (pub, msg, sig) =>
     new Promise<boolean>((resolve) => {
-      queue.push(() => resolve(nobleVerify(pub, msg, sig)));
+      queue.push(() => resolve(nobleVerify(pub, msg, sig))); // nobleVerify runs the strict input check first
       if (!scheduled) {
         scheduled = true;
         channel.port2.postMessage(null);
@@ -93,7 +95,10 @@ function slicedNoble(): Ed25519Verify {
 
 let noble: Ed25519Verify | undefined;
 
-/** The verify function to hand to verifyBundle, and which implementation it uses. */
+/**
+ * The verify function to hand to verifyBundle, and which implementation it uses. Both paths refuse
+ * small-order and non-canonical keys and signatures first (isStrictEd25519Input), like the server.
+ */
 export async function browserEd25519(): Promise<{ impl: Ed25519Impl; verify: Ed25519Verify }> {
   const impl = await detectEd25519();
   const s = subtle();

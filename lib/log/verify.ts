@@ -9,6 +9,7 @@ import { BOARD_AGENT_WRITTEN_TYPES } from "../domain/tasks";
 import { TURN_AGENT_WRITTEN_TYPES, turnRuleViolations } from "../domain/turns";
 import { bytesEqual, bytesToBase64, bytesToHex, hexToBytes, utf8 } from "./bytes";
 import { keyId, parseCheckpoint, type ParsedCheckpoint } from "./checkpoint";
+import { ed25519InputProblem, isStrictEd25519Input } from "./ed25519";
 import { canonicalize } from "./jcs";
 import { agentEnvelope, eventLeafHash, legacySignedString, ZERO_HASH_HEX, type LogEvent } from "./event";
 import { consistencyProof, frontierAppend, frontierRoot, verifyConsistency, EMPTY_ROOT, type Frontier } from "./merkle";
@@ -93,8 +94,10 @@ export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Pro
       if (!ok) onFail();
     } else pending.push(ok.then((v) => (v ? undefined : onFail()), onFail));
   };
+  // Whatever verify function the caller supplies (node:crypto, WebCrypto, noble), the strict input
+  // rules come first: no small-order or non-canonical key or R, no S >= L (lib/log/ed25519.ts).
   const verifySig = (pub: Uint8Array, msg: Uint8Array, sig: Uint8Array): boolean | Promise<boolean> => {
-    if (pub.length !== 32 || sig.length !== 64) return false;
+    if (!isStrictEd25519Input(pub, sig)) return false;
     try {
       return opts.verify(pub, msg, sig);
     } catch {
@@ -197,6 +200,8 @@ export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Pro
     } catch {
       return fail(seq, "agent_signature", "The signature or key is not valid hex.");
     }
+    const problem = ed25519InputProblem(pubBytes, sigBytes);
+    if (problem) return fail(seq, "agent_signature", `The agent signature of event ${seq} is refused before verification (${problem}): a small-order or non-canonical key or signature proves nothing.`);
     check(verifySig(pubBytes, utf8(signed), sigBytes), () => fail(seq, "agent_signature", `The agent signature of event ${seq} does not verify: the signed content was changed.`));
   });
 

@@ -3,6 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { bytesToHex, useSha256 } from "../log/bytes";
 import { keyId } from "../log/checkpoint";
+import { isStrictEd25519Input } from "../log/ed25519";
 
 // The server hashes with node:crypto; lib/log stays browser-safe and uses noble's by default.
 useSha256((data) => new Uint8Array(crypto.createHash("sha256").update(data).digest()));
@@ -52,8 +53,13 @@ function publicKey(pubkey: Uint8Array): crypto.KeyObject {
   return key;
 }
 
+/**
+ * RFC 8032 verification through OpenSSL, behind the strict input check every Parley verifier
+ * shares (lib/log/ed25519.ts): OpenSSL alone accepts small-order keys and R, so with the identity as
+ * key and (R = identity, S = 0) as signature every message would verify.
+ */
 export function ed25519Verify(pubkey: Uint8Array, message: Uint8Array, signature: Uint8Array): boolean {
-  if (pubkey.length !== 32 || signature.length !== 64) return false;
+  if (!isStrictEd25519Input(pubkey, signature)) return false;
   try {
     return crypto.verify(null, message, publicKey(pubkey), signature);
   } catch {
@@ -61,9 +67,9 @@ export function ed25519Verify(pubkey: Uint8Array, message: Uint8Array, signature
   }
 }
 
-/** The same check on libuv's thread pool: a long verification uses every core. */
+/** The same check (strict input rules first) on libuv's thread pool: a long verification uses every core. */
 export function ed25519VerifyAsync(pubkey: Uint8Array, message: Uint8Array, signature: Uint8Array): Promise<boolean> {
-  if (pubkey.length !== 32 || signature.length !== 64) return Promise.resolve(false);
+  if (!isStrictEd25519Input(pubkey, signature)) return Promise.resolve(false);
   return new Promise((resolve) => {
     try {
       crypto.verify(null, message, publicKey(pubkey), signature, (err, ok) => resolve(!err && ok));
