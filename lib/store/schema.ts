@@ -39,11 +39,14 @@ export const rooms = sqliteTable(
   ],
 );
 
+/** Every room-scoped table references its room: deleting the room removes everything it had. */
+const room = () => text("room").notNull().references(() => rooms.uuid, { onDelete: "cascade" });
+
 /** The append-only log: the truth every other table is a projection of. */
 export const events = sqliteTable(
   "events",
   {
-    room: text("room").notNull(),
+    room: room(),
     seq: integer("seq").notNull(),
     ts: text("ts").notNull(),
     type: text("type").notNull(),
@@ -63,7 +66,7 @@ export const events = sqliteTable(
 export const messages = sqliteTable(
   "messages",
   {
-    room: text("room").notNull(),
+    room: room(),
     seq: integer("seq").notNull(),
     agentId: text("agent_id").notNull(),
     text: text("text").notNull(),
@@ -84,7 +87,7 @@ export const messages = sqliteTable(
 export const roomAgents = sqliteTable(
   "room_agents",
   {
-    room: text("room").notNull(),
+    room: room(),
     agentId: text("agent_id").notNull(),
     firstSeq: integer("first_seq").notNull(),
     pubkeyHex: text("pubkey_hex"),
@@ -96,7 +99,7 @@ export const roomAgents = sqliteTable(
 export const signatureNonces = sqliteTable(
   "signature_nonces",
   {
-    room: text("room").notNull(),
+    room: room(),
     pubkeyHex: text("pubkey_hex").notNull(),
     nonce: text("nonce").notNull(),
     seq: integer("seq").notNull(),
@@ -108,7 +111,7 @@ export const signatureNonces = sqliteTable(
 export const threads = sqliteTable(
   "threads",
   {
-    room: text("room").notNull(),
+    room: room(),
     id: integer("id").notNull(), // the seq of its thread.opened event
     subject: text("subject").notNull(),
     subjectKey: text("subject_key").notNull(),
@@ -129,7 +132,7 @@ export const threads = sqliteTable(
 export const revisions = sqliteTable(
   "revisions",
   {
-    room: text("room").notNull(),
+    room: room(),
     id: integer("id").notNull(), // the seq of its event
     threadId: integer("thread_id").notNull(),
     kind: text("kind").notNull(),
@@ -147,7 +150,7 @@ export const revisions = sqliteTable(
 export const discrepancies = sqliteTable(
   "discrepancies",
   {
-    room: text("room").notNull(),
+    room: room(),
     id: integer("id").notNull(),
     threadId: integer("thread_id"),
     description: text("description").notNull(),
@@ -165,7 +168,7 @@ export const discrepancies = sqliteTable(
 export const handshakes = sqliteTable(
   "handshakes",
   {
-    room: text("room").notNull(),
+    room: room(),
     id: integer("id").notNull(),
     agentId: text("agent_id").notNull(),
     contextHash: text("context_hash").notNull(),
@@ -187,7 +190,7 @@ export const handshakes = sqliteTable(
 export const tasks = sqliteTable(
   "tasks",
   {
-    room: text("room").notNull(),
+    room: room(),
     id: integer("id").notNull(), // the seq of its task.created event
     status: text("status").notNull(),
     priority: integer("priority").notNull(),
@@ -207,7 +210,7 @@ export const tasks = sqliteTable(
 export const boardAgents = sqliteTable(
   "board_agents",
   {
-    room: text("room").notNull(),
+    room: room(),
     agentId: text("agent_id").notNull(),
     capabilities: text("capabilities").notNull(), // JSON array
     auth: text("auth").notNull(),
@@ -223,7 +226,7 @@ export const boardAgents = sqliteTable(
  * completion.*, participant.* and the turns room.* events. Query columns beside the rest as JSON.
  */
 export const turnRooms = sqliteTable("turn_rooms", {
-  room: text("room").primaryKey(),
+  room: text("room").primaryKey().references(() => rooms.uuid, { onDelete: "cascade" }),
   status: text("status").notNull(),
   data: text("data").notNull(), // JSON: the rest of the turns room
 });
@@ -231,7 +234,7 @@ export const turnRooms = sqliteTable("turn_rooms", {
 export const turns = sqliteTable(
   "turns",
   {
-    room: text("room").notNull(),
+    room: room(),
     id: integer("id").notNull(), // the seq of its turn.opened event
     agentId: text("agent_id").notNull(),
     status: text("status").notNull(),

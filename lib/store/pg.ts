@@ -1,0 +1,450 @@
+// The PostgreSQL store: several stateless instances on one database. One writer per room across
+// instances comes from row locks on the rooms taken in sorted order at the start of each write
+// transaction; a commit is announced to every instance by one NOTIFY (lib/realtime/pg-listen.ts).
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { drizzle } from "drizzle-orm/node-postgres";
+import { migrate } from "drizzle-orm/node-postgres/migrator";
+import { ParleyError } from "../errors";
+import type { MessageRow, RoomListQuery, RoomRow, Store, StoreReader, StoreWriter } from "./repository";
+import * as rows from "./rows";
+
+const MIGRATIONS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../drizzle/pg");
+/** The advisory lock key that serialises migrations when several instances start at once. */
+const MIGRATION_LOCK = 7_201_126;
+export const NOTIFY_CHANNEL = "parley_commits";
+/** NOTIFY payloads are limited to 8000 bytes; a batch over many rooms is announced in chunks. */
+const NOTIFY_CHUNK = 100;
+
+// Column lists, read back under the names the row types use.
+const ROOM_COLS = `uuid, description, is_public AS "isPublic", protocol_mode AS "protocolMode", mode, status,
+  owner_token_hash AS "ownerTokenHash", created_at AS "createdAt", last_activity_at AS "lastActivityAt", expires_at AS "expiresAt",
+  message_count AS "messageCount", agent_count AS "agentCount", head_size AS "headSize", head_leaf AS "headLeaf",
+  head_root AS "headRoot", frontier, checkpoint, arbiter_watermark AS "arbiterWatermark", arbiter_calls AS "arbiterCalls",
+  arbiter_tokens AS "arbiterTokens", arbiter_items AS "arbiterItems", last_extraction_error AS "lastExtractionError"`;
+const EVENT_COLS = `room, seq, ts, type, actor, payload, server, prev, sig, leaf_hash AS "leafHash", checkpoint`;
+const MESSAGE_COLS = `room, seq, agent_id AS "agentId", text, ts, reply_to AS "replyTo", auth, key_ref AS "keyRef",
+  pubkey_hex AS "pubkeyHex", signature_hex AS "signatureHex", ts_iso AS "tsIso", memory_root AS "memoryRoot", hash`;
+const THREAD_COLS = `id, subject, subject_key AS "subjectKey", current_value AS "currentValue", status, opened_by AS "openedBy",
+  opened_by_auth AS "openedByAuth", opener_key AS "openerKey", revisions_count AS "revisionsCount", last_revision AS "lastRevision",
+  confirmations, created_at AS "createdAt", updated_at AS "updatedAt"`;
+const REVISION_COLS = `id, thread_id AS "threadId", kind, value, author_agent_id AS "authorAgentId", auth, via,
+  source_msg_id AS "sourceMsgId", quote, created_at AS "createdAt"`;
+const DISCREPANCY_COLS = `id, thread_id AS "threadId", description, severity, source_msg_id AS "sourceMsgId", recorded_by AS "recordedBy",
+  status, resolved_by AS "resolvedBy", created_at AS "createdAt", resolved_at AS "resolvedAt"`;
+const HANDSHAKE_COLS = `id, agent_id AS "agentId", context_hash AS "contextHash", auth, pubkey_hex AS "pubkeyHex",
+  signature_hex AS "signatureHex", ts, nonce, created_at AS "createdAt"`;
+const TASK_COLS = `id, status, priority, claimant, lease_until AS "leaseUntil", lease_hash AS "leaseHash", data`;
+const AGENT_COLS = `agent_id AS "agentId", capabilities, auth, key_ref AS "keyRef", last_seen AS "lastSeen", lost`;
+const TURN_COLS = `id, agent_id AS "agentId", status, deadline, lease_hash AS "leaseHash", data`;
+
+const SORT_SQL = {
+  active: "last_activity_at DESC",
+  new: "created_at DESC",
+  messages: "message_count DESC, last_activity_at DESC",
+  agents: "agent_count DESC, last_activity_at DESC",
+} as const;
+
+/** Error codes and classes that mean the database cannot be reached (as opposed to a bad query). */
+const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EHOSTUNREACH", "57P01", "57P02", "57P03", "53300"]);
+export function isUnreachable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | null;
+  if (!e) return false;
+  if (e.code && (UNREACHABLE_CODES.has(e.code) || e.code.startsWith("08"))) return true;
+  return /Connection terminated|connection timeout|Client has encountered a connection error|the database system is (starting up|shutting down)/i.test(e.message ?? "");
+}
+
+export const databaseUnavailable = () =>
+  new ParleyError("database_unavailable", "The database cannot be reached right now; nothing was written. Retry in a few seconds.", { retryAfter: 2 });
+
+/** Runs a database call and turns "cannot reach the database" into 503 database_unavailable. */
+async function guarded<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (isUnreachable(err)) throw databaseUnavailable();
+    throw err;
+  }
+}
+
+type Queryable = Pick<pg.ClientBase, "query">;
+
+function readerOn(db: Queryable): StoreReader {
+  const all = async <T>(text: string, values: unknown[] = [], name?: string): Promise<T[]> =>
+    (await db.query<T & pg.QueryResultRow>(name ? { name, text, values } : { text, values })).rows;
+  const one = async <T>(text: string, values: unknown[] = [], name?: string): Promise<T | undefined> => (await all<T>(text, values, name))[0];
+  const liveRoom = `r.status = 'open' AND r.expires_at > $1`;
+  return {
+    getRoom: (uuid) => one<RoomRow>(`SELECT ${ROOM_COLS} FROM rooms WHERE uuid = $1`, [uuid], "get_room"),
+    async listPublicRooms(q: RoomListQuery) {
+      const values: unknown[] = [q.now];
+      let where = `is_public AND status <> 'expired' AND expires_at > $1`;
+      if (q.q) {
+        values.push(`%${q.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+        where += ` AND description LIKE $2`; // backslash is LIKE's default escape in PostgreSQL
+      }
+      const list = await all<RoomRow>(
+        `SELECT ${ROOM_COLS} FROM rooms WHERE ${where} ORDER BY ${SORT_SQL[q.sort]} LIMIT ${Number(q.limit)} OFFSET ${Number(q.offset)}`,
+        values,
+      );
+      const total = await one<{ n: number }>(`SELECT count(*)::int AS n FROM rooms WHERE ${where}`, values);
+      return { rows: list, total: total?.n ?? 0 };
+    },
+    listEvents: (room, since, limit) =>
+      all(`SELECT ${EVENT_COLS} FROM events WHERE room = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [room, since, Math.min(limit, 2 ** 31 - 1)], "list_events"),
+    async leafHashes(room, size, after = 0) {
+      const list = await all<{ h: string }>(`SELECT leaf_hash AS h FROM events WHERE room = $1 AND seq > $2 AND seq <= $3 ORDER BY seq`, [room, after, size]);
+      return list.map((r) => r.h);
+    },
+    checkpointAt: async (room, size) => (await one<{ c: string }>(`SELECT checkpoint AS c FROM events WHERE room = $1 AND seq = $2`, [room, size]))?.c,
+    agentKey: (room, agent) => one(`SELECT pubkey_hex AS "pubkeyHex" FROM room_agents WHERE room = $1 AND agent_id = $2`, [room, agent], "agent_key"),
+    async expiredRooms(now, limit) {
+      const list = await all<{ uuid: string }>(`SELECT uuid FROM rooms WHERE expires_at <= $1 AND status <> 'expired' LIMIT $2`, [now, limit]);
+      return list.map((r) => r.uuid);
+    },
+    async counts() {
+      const r = await one<{ rooms: number; events: number }>(
+        `SELECT (SELECT count(*)::int FROM rooms WHERE status <> 'expired') AS rooms, (SELECT count(*)::int FROM events) AS events`,
+      );
+      return r ?? { rooms: 0, events: 0 };
+    },
+    ping: async () => void (await db.query("SELECT 1")),
+
+    listMessages: (room, since, limit) =>
+      all(`SELECT ${MESSAGE_COLS} FROM messages WHERE room = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [room, since, Math.min(limit, 2 ** 31 - 1)], "list_messages"),
+    tailMessages: async (room, limit) =>
+      (await all<MessageRow>(`SELECT ${MESSAGE_COLS} FROM messages WHERE room = $1 ORDER BY seq DESC LIMIT $2`, [room, limit], "tail_messages")).reverse(),
+    hasMessage: async (room, seq) => (await one(`SELECT 1 FROM messages WHERE room = $1 AND seq = $2`, [room, seq])) !== undefined,
+
+    async getThread(room, id) {
+      const row = await one<rows.ThreadRow>(`SELECT ${THREAD_COLS} FROM threads WHERE room = $1 AND id = $2`, [room, id]);
+      return row && { thread: rows.toThread(row), openerKey: row.openerKey };
+    },
+    listThreads: async (room) => (await all<rows.ThreadRow>(`SELECT ${THREAD_COLS} FROM threads WHERE room = $1 ORDER BY id`, [room])).map(rows.toThread),
+    listRevisions: async (room, threadId) =>
+      (threadId === undefined
+        ? await all<rows.RevisionRow>(`SELECT ${REVISION_COLS} FROM revisions WHERE room = $1 ORDER BY id`, [room])
+        : await all<rows.RevisionRow>(`SELECT ${REVISION_COLS} FROM revisions WHERE room = $1 AND thread_id = $2 ORDER BY id`, [room, threadId])
+      ).map(rows.toRevision),
+    listDiscrepancies: async (room) =>
+      (await all<rows.DiscrepancyRow>(`SELECT ${DISCREPANCY_COLS} FROM discrepancies WHERE room = $1 ORDER BY id`, [room])).map(rows.toDiscrepancy),
+    listHandshakes: async (room) =>
+      (await all<rows.HandshakeRow>(`SELECT ${HANDSHAKE_COLS} FROM handshakes WHERE room = $1 ORDER BY id`, [room])).map(rows.toHandshake),
+
+    getTask: async (room, id) => {
+      const row = await one<rows.TaskRow>(`SELECT ${TASK_COLS} FROM tasks WHERE room = $1 AND id = $2`, [room, id], "get_task");
+      return row && rows.toTask(row);
+    },
+    listTasks: async (room, status) =>
+      (status === undefined
+        ? await all<rows.TaskRow>(`SELECT ${TASK_COLS} FROM tasks WHERE room = $1 ORDER BY id`, [room])
+        : await all<rows.TaskRow>(`SELECT ${TASK_COLS} FROM tasks WHERE room = $1 AND status = $2 ORDER BY id`, [room, status])
+      ).map(rows.toTask),
+    openTasksAtPriority: async (room, priority, limit, offset) =>
+      (await all<rows.TaskRow>(`SELECT ${TASK_COLS} FROM tasks WHERE room = $1 AND status = 'open' AND priority = $2 ORDER BY id LIMIT $3 OFFSET $4`, [room, priority, limit, offset], "open_tasks")).map(rows.toTask),
+    listBoardAgents: async (room) =>
+      (await all<rows.BoardAgentRow>(`SELECT ${AGENT_COLS} FROM board_agents WHERE room = $1 ORDER BY agent_id`, [room])).map(rows.toBoardAgent),
+    getBoardAgent: async (room, agentId) => {
+      const row = await one<rows.BoardAgentRow>(`SELECT ${AGENT_COLS} FROM board_agents WHERE room = $1 AND agent_id = $2`, [room, agentId], "get_board_agent");
+      return row && rows.toBoardAgent(row);
+    },
+    expiredLeases: (now, limit) =>
+      all(`SELECT t.room, t.id FROM tasks t JOIN rooms r ON r.uuid = t.room WHERE t.status = 'claimed' AND t.lease_until <= $1 AND ${liveRoom} LIMIT $2`, [now, limit]),
+    silentAgents: (cutoff, now, limit) =>
+      all(`SELECT a.room, a.agent_id AS "agentId" FROM board_agents a JOIN rooms r ON r.uuid = a.room WHERE NOT a.lost AND a.last_seen <= $2 AND ${liveRoom} LIMIT $3`, [now, cutoff, limit]),
+
+    getTurnsRoom: async (room) => {
+      const row = await one<rows.TurnsRoomRow>(`SELECT status, data FROM turn_rooms WHERE room = $1`, [room], "get_turns_room");
+      return row && rows.toTurnsRoom(row);
+    },
+    getTurn: async (room, id) => {
+      const row = await one<rows.TurnRow>(`SELECT ${TURN_COLS} FROM turns WHERE room = $1 AND id = $2`, [room, id], "get_turn");
+      return row && rows.toTurn(row);
+    },
+    listTurns: async (room) => (await all<rows.TurnRow>(`SELECT ${TURN_COLS} FROM turns WHERE room = $1 ORDER BY id`, [room])).map(rows.toTurn),
+    lastTurns: async (room, limit) =>
+      (await all<rows.TurnRow>(`SELECT ${TURN_COLS} FROM turns WHERE room = $1 ORDER BY id DESC LIMIT $2`, [room, limit])).map(rows.toTurn).reverse(),
+    dueTurns: (now, limit) =>
+      all(`SELECT t.room, t.id FROM turns t JOIN rooms r ON r.uuid = t.room WHERE t.status IN ('ready', 'claimed') AND t.deadline <= $1 AND ${liveRoom} LIMIT $2`, [now, limit]),
+  };
+}
+
+/** What a write transaction appended: the highest seq per room, announced after it commits. */
+export type Heads = Map<string, number>;
+
+function writerOn(client: pg.PoolClient, heads: Heads): StoreWriter {
+  const run = async (text: string, values: unknown[], name?: string) => (await client.query(name ? { name, text, values } : { text, values })).rowCount ?? 0;
+  let savepoints = 0;
+  return {
+    ...readerOn(client),
+    insertRoom: async (r) =>
+      void (await run(
+        `INSERT INTO rooms (uuid, description, is_public, protocol_mode, mode, status, owner_token_hash, created_at, last_activity_at, expires_at,
+           message_count, agent_count, head_size, head_leaf, head_root, frontier, checkpoint, arbiter_watermark, arbiter_calls, arbiter_tokens,
+           arbiter_items, last_extraction_error)
+         VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22)`,
+        [r.uuid, r.description, r.isPublic, r.protocolMode, r.mode, r.status, r.ownerTokenHash, r.createdAt, r.lastActivityAt, r.expiresAt,
+          r.messageCount, r.agentCount, r.headSize, r.headLeaf, r.headRoot, r.frontier, r.checkpoint, r.arbiterWatermark, r.arbiterCalls,
+          r.arbiterTokens, r.arbiterItems, r.lastExtractionError],
+      )),
+    updateRoomAfterAppend: async (uuid, r) =>
+      void (await run(
+        `UPDATE rooms SET head_size = $2, head_leaf = $3, head_root = $4, frontier = $5, checkpoint = $6, status = $7, message_count = $8,
+           agent_count = $9, last_activity_at = $10, expires_at = $11 WHERE uuid = $1`,
+        [uuid, r.headSize, r.headLeaf, r.headRoot, r.frontier, r.checkpoint, r.status, r.messageCount, r.agentCount, r.lastActivityAt, r.expiresAt],
+        "update_room_after_append",
+      )),
+    async updateArbiterState(uuid, s) {
+      const cols = { arbiterWatermark: "arbiter_watermark", arbiterCalls: "arbiter_calls", arbiterTokens: "arbiter_tokens", arbiterItems: "arbiter_items", lastExtractionError: "last_extraction_error" } as const;
+      const set = (Object.keys(s) as (keyof typeof cols)[]).filter((k) => s[k] !== undefined);
+      if (set.length === 0) return;
+      await run(`UPDATE rooms SET ${set.map((k, i) => `${cols[k]} = $${i + 2}`).join(", ")} WHERE uuid = $1`, [uuid, ...set.map((k) => s[k])]);
+    },
+    async insertEvent(e) {
+      await run(
+        `INSERT INTO events (room, seq, ts, type, actor, payload, server, prev, sig, leaf_hash, checkpoint) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)`,
+        [e.room, e.seq, e.ts, e.type, e.actor, e.payload, e.server, e.prev, e.sig ?? null, e.leafHash, e.checkpoint],
+        "insert_event",
+      );
+      heads.set(e.room, Math.max(heads.get(e.room) ?? 0, e.seq));
+    },
+    addAgent: async (room, agent, seq) =>
+      (await run(
+        `INSERT INTO room_agents (room, agent_id, first_seq) VALUES ($1, $2, $3)
+         ON CONFLICT (room, agent_id) DO UPDATE SET first_seq = excluded.first_seq WHERE room_agents.first_seq = 0`,
+        [room, agent, seq],
+        "add_agent",
+      )) === 1,
+    useNonce: async (room, pubkey, nonce, seq) =>
+      (await run(`INSERT INTO signature_nonces (room, pubkey_hex, nonce, seq) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, [room, pubkey, nonce, seq], "use_nonce")) === 1,
+    pinAgentKey: async (room, agentId, pubkeyHex) =>
+      void (await run(
+        `INSERT INTO room_agents (room, agent_id, first_seq, pubkey_hex) VALUES ($1, $2, 0, $3)
+         ON CONFLICT (room, agent_id) DO UPDATE SET pubkey_hex = excluded.pubkey_hex`,
+        [room, agentId, pubkeyHex],
+      )),
+    async deleteRoomData(uuid, keepTombstone) {
+      // The cascade removes every row the room had; a tombstone is a fresh rooms row with no data.
+      const gone = await one<RoomRow>(`DELETE FROM rooms WHERE uuid = $1 RETURNING ${ROOM_COLS}`, [uuid]);
+      if (gone && keepTombstone) {
+        await writerOn(client, heads).insertRoom({ ...gone, status: "expired", description: "", frontier: "[]", checkpoint: "" });
+      }
+    },
+    insertMessage: async (m) =>
+      void (await run(
+        `INSERT INTO messages (room, seq, agent_id, text, ts, reply_to, auth, key_ref, pubkey_hex, signature_hex, ts_iso, memory_root, hash)
+         VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)`,
+        [m.room, m.seq, m.agentId, m.text, m.ts, m.replyTo, m.auth, m.keyRef, m.pubkeyHex, m.signatureHex, m.tsIso, m.memoryRoot, m.hash],
+        "insert_message",
+      )),
+    async saveThread(room, t, openerKey) {
+      const r = rows.threadRow(t, openerKey);
+      await run(
+        `INSERT INTO threads (room, id, subject, subject_key, current_value, status, opened_by, opened_by_auth, opener_key, revisions_count,
+           last_revision, confirmations, created_at, updated_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14)
+         ON CONFLICT (room, id) DO UPDATE SET subject = excluded.subject, subject_key = excluded.subject_key, current_value = excluded.current_value,
+           status = excluded.status, opened_by = excluded.opened_by, opened_by_auth = excluded.opened_by_auth, opener_key = excluded.opener_key,
+           revisions_count = excluded.revisions_count, last_revision = excluded.last_revision, confirmations = excluded.confirmations,
+           created_at = excluded.created_at, updated_at = excluded.updated_at`,
+        [room, r.id, r.subject, r.subjectKey, r.currentValue, r.status, r.openedBy, r.openedByAuth, r.openerKey, r.revisionsCount,
+          r.lastRevision, r.confirmations, r.createdAt, r.updatedAt],
+        "save_thread",
+      );
+    },
+    async insertRevision(room, rev) {
+      const r = rows.revisionRow(rev);
+      await run(
+        `INSERT INTO revisions (room, id, thread_id, kind, value, author_agent_id, auth, via, source_msg_id, quote, created_at)
+         VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)`,
+        [room, r.id, r.threadId, r.kind, r.value, r.authorAgentId, r.auth, r.via, r.sourceMsgId, r.quote, r.createdAt],
+        "insert_revision",
+      );
+    },
+    async saveDiscrepancy(room, d) {
+      const r = rows.discrepancyRow(d);
+      await run(
+        `INSERT INTO discrepancies (room, id, thread_id, description, severity, source_msg_id, recorded_by, status, resolved_by, created_at, resolved_at)
+         VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)
+         ON CONFLICT (room, id) DO UPDATE SET thread_id = excluded.thread_id, description = excluded.description, severity = excluded.severity,
+           source_msg_id = excluded.source_msg_id, recorded_by = excluded.recorded_by, status = excluded.status, resolved_by = excluded.resolved_by,
+           created_at = excluded.created_at, resolved_at = excluded.resolved_at`,
+        [room, r.id, r.threadId, r.description, r.severity, r.sourceMsgId, r.recordedBy, r.status, r.resolvedBy, r.createdAt, r.resolvedAt],
+      );
+    },
+    async insertHandshake(room, h) {
+      const r = rows.handshakeRow(h);
+      await run(
+        `INSERT INTO handshakes (room, id, agent_id, context_hash, auth, pubkey_hex, signature_hex, ts, nonce, created_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`,
+        [room, r.id, r.agentId, r.contextHash, r.auth, r.pubkeyHex, r.signatureHex, r.ts, r.nonce, r.createdAt],
+      );
+    },
+    async saveTask(room, task) {
+      const r = rows.taskRow(task);
+      await run(
+        `INSERT INTO tasks (room, id, status, priority, claimant, lease_until, lease_hash, data) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)
+         ON CONFLICT (room, id) DO UPDATE SET status = excluded.status, priority = excluded.priority, claimant = excluded.claimant,
+           lease_until = excluded.lease_until, lease_hash = excluded.lease_hash, data = excluded.data`,
+        [room, r.id, r.status, r.priority, r.claimant, r.leaseUntil, r.leaseHash, r.data],
+        "save_task",
+      );
+    },
+    async saveBoardAgent(room, agent) {
+      const r = rows.boardAgentRow(agent);
+      await run(
+        `INSERT INTO board_agents (room, agent_id, capabilities, auth, key_ref, last_seen, lost) VALUES ($1,$2,$3,$4,$5,$6,$7)
+         ON CONFLICT (room, agent_id) DO UPDATE SET capabilities = excluded.capabilities, auth = excluded.auth, key_ref = excluded.key_ref,
+           last_seen = excluded.last_seen, lost = excluded.lost`,
+        [room, r.agentId, r.capabilities, r.auth, r.keyRef, r.lastSeen, r.lost],
+        "save_board_agent",
+      );
+    },
+    async saveTurnsRoom(room, turnsRoom) {
+      const r = rows.turnsRoomRow(turnsRoom);
+      await run(
+        `INSERT INTO turn_rooms (room, status, data) VALUES ($1, $2, $3) ON CONFLICT (room) DO UPDATE SET status = excluded.status, data = excluded.data`,
+        [room, r.status, r.data],
+        "save_turns_room",
+      );
+    },
+    async saveTurn(room, turn) {
+      const r = rows.turnRow(turn);
+      await run(
+        `INSERT INTO turns (room, id, agent_id, status, deadline, lease_hash, data) VALUES ($1,$2,$3,$4,$5,$6,$7)
+         ON CONFLICT (room, id) DO UPDATE SET agent_id = excluded.agent_id, status = excluded.status, deadline = excluded.deadline,
+           lease_hash = excluded.lease_hash, data = excluded.data`,
+        [room, r.id, r.agentId, r.status, r.deadline, r.leaseHash, r.data],
+        "save_turn",
+      );
+    },
+    async savepoint<T>(fn: () => Promise<T>): Promise<T> {
+      const name = `sp${++savepoints}`;
+      const before = new Map(heads);
+      await client.query(`SAVEPOINT ${name}`);
+      try {
+        const value = await fn();
+        await client.query(`RELEASE SAVEPOINT ${name}`);
+        return value;
+      } catch (err) {
+        await client.query(`ROLLBACK TO SAVEPOINT ${name}`);
+        heads.clear();
+        for (const [room, seq] of before) heads.set(room, seq); // its appends were rolled back
+        throw err;
+      }
+    },
+  };
+
+  async function one<T>(text: string, values: unknown[]): Promise<T | undefined> {
+    return (await client.query<T & pg.QueryResultRow>(text, values)).rows[0];
+  }
+}
+
+export interface PgStoreOptions {
+  /** Pool size per instance. */
+  maxConnections?: number;
+  /** Called after each commit with the rooms it appended to and their new heads. */
+  onCommit?: (heads: Heads) => void;
+}
+
+/** Connects, applies the committed migrations (once, under an advisory lock) and returns the store. */
+export async function openPgStore(url: string, options: PgStoreOptions = {}): Promise<Store & { pool: pg.Pool; url: string }> {
+  const pool = new pg.Pool({ connectionString: url, max: options.maxConnections ?? 10, connectionTimeoutMillis: 5_000 });
+  // An idle client that loses its connection (the database restarted) is dropped by the pool; the
+  // error must not crash the process.
+  pool.on("error", () => {});
+  await migrateOnce(pool);
+  // Reads outside a transaction take any pooled connection; a lost database answers 503.
+  const pooled = { query: (config: pg.QueryConfig) => guarded(() => pool.query(config)) } as unknown as Queryable;
+  const reader = readerOn(pooled);
+
+  async function write<T>(lockRooms: readonly string[], fn: (tx: StoreWriter) => Promise<T>): Promise<T> {
+    const client = await guarded(() => pool.connect());
+    const heads: Heads = new Map();
+    let broken = false;
+    try {
+      await client.query("BEGIN");
+      if (lockRooms.length > 0) {
+        // Row locks in one fixed order: two instances' batches over the same rooms cannot deadlock.
+        await client.query(`SELECT 1 FROM rooms WHERE uuid = ANY($1::text[]) ORDER BY uuid FOR UPDATE`, [[...new Set(lockRooms)].sort()]);
+      }
+      const value = await fn(writerOn(client, heads));
+      const announced = [...heads];
+      for (let i = 0; i < announced.length; i += NOTIFY_CHUNK) {
+        // Delivered to the listeners with the commit, never before it and never without it.
+        await client.query(`SELECT pg_notify($1, $2)`, [NOTIFY_CHANNEL, JSON.stringify(announced.slice(i, i + NOTIFY_CHUNK))]);
+      }
+      await client.query("COMMIT");
+      if (heads.size > 0) options.onCommit?.(heads);
+      return value;
+    } catch (err) {
+      broken = isUnreachable(err);
+      if (!broken) await client.query("ROLLBACK").catch(() => (broken = true));
+      if (broken) throw databaseUnavailable();
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  return {
+    ...reader,
+    dialect: "postgres",
+    pool,
+    url,
+    write,
+    limits: {
+      async takeToken(key, capacity, windowMs, nowMs) {
+        const rate = capacity / windowMs;
+        // One statement, atomic under the row lock of the upsert: refill, take a token when a
+        // whole one is there, and report whether it was taken and what is left.
+        const refilled = `LEAST($2::float8, b.tokens + ($4::bigint - b.updated_ms) * $3::float8)`;
+        const r = await guarded(() =>
+          pool.query<{ taken: boolean; tokens: number }>({
+            name: "take_token",
+            text: `INSERT INTO rate_buckets AS b (key, tokens, updated_ms, taken) VALUES ($1, $2::float8 - 1, $4, true)
+                   ON CONFLICT (key) DO UPDATE SET
+                     taken = ${refilled} >= 1,
+                     tokens = ${refilled} - CASE WHEN ${refilled} >= 1 THEN 1 ELSE 0 END,
+                     updated_ms = $4
+                   RETURNING taken, tokens`,
+            values: [key, capacity, rate, nowMs],
+          }),
+        );
+        const row = r.rows[0]!;
+        return row.taken ? 0 : Math.max(1, Math.ceil((1 - row.tokens) / rate / 1000));
+      },
+      pruneBuckets: async (nowMs) => void (await guarded(() => pool.query(`DELETE FROM rate_buckets WHERE updated_ms < $1`, [nowMs - 3_600_000]))),
+    },
+    jobs: {
+      async leaseJob(name, holder, ttlMs, nowMs) {
+        const r = await guarded(() =>
+          pool.query(
+            `INSERT INTO job_leases (name, holder, until_ms) VALUES ($1, $2, $3)
+             ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, until_ms = excluded.until_ms
+             WHERE job_leases.until_ms <= $4 OR job_leases.holder = excluded.holder
+             RETURNING holder`,
+            [name, holder, nowMs + ttlMs, nowMs],
+          ),
+        );
+        return (r.rowCount ?? 0) === 1;
+      },
+      releaseJob: async (name, holder) => void (await guarded(() => pool.query(`DELETE FROM job_leases WHERE name = $1 AND holder = $2`, [name, holder]))),
+    },
+    close: () => pool.end(),
+  };
+}
+
+/** Applies drizzle/pg once: every starting instance takes the same advisory lock first. */
+async function migrateOnce(pool: pg.Pool): Promise<void> {
+  const client = await guarded(() => pool.connect());
+  try {
+    await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
+    try {
+      await migrate(drizzle(client), { migrationsFolder: MIGRATIONS });
+    } finally {
+      await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]);
+    }
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,239 @@
+// The PostgreSQL schema: the same tables and columns as schema.ts (SQLite), in PostgreSQL's types.
+// Times stay ISO 8601 text and JSON stays text, so both backends store and return the same bytes
+// (leaf hashes are computed over what is read back). Every room-scoped table references rooms with
+// ON DELETE CASCADE: deleting a room removes everything it had. Migrations: drizzle/pg.
+import { sql } from "drizzle-orm";
+import { bigint, boolean, doublePrecision, index, integer, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
+
+export const rooms = pgTable(
+  "rooms",
+  {
+    uuid: text("uuid").primaryKey(),
+    description: text("description").notNull(),
+    isPublic: boolean("is_public").notNull(),
+    protocolMode: text("protocol_mode").notNull(),
+    mode: text("mode").notNull(),
+    status: text("status").notNull(),
+    ownerTokenHash: text("owner_token_hash").notNull(),
+    createdAt: text("created_at").notNull(),
+    lastActivityAt: text("last_activity_at").notNull(),
+    expiresAt: text("expires_at").notNull(),
+    messageCount: integer("message_count").notNull(),
+    agentCount: integer("agent_count").notNull(),
+    headSize: integer("head_size").notNull(),
+    headLeaf: text("head_leaf").notNull(),
+    headRoot: text("head_root").notNull(),
+    frontier: text("frontier").notNull(),
+    checkpoint: text("checkpoint").notNull(),
+    arbiterWatermark: integer("arbiter_watermark").notNull().default(0),
+    arbiterCalls: integer("arbiter_calls").notNull().default(0),
+    arbiterTokens: integer("arbiter_tokens").notNull().default(0),
+    arbiterItems: integer("arbiter_items").notNull().default(0),
+    lastExtractionError: text("last_extraction_error"),
+  },
+  (t) => [
+    index("rooms_public_activity").on(t.lastActivityAt).where(sql`is_public`),
+    index("rooms_public_created").on(t.createdAt).where(sql`is_public`),
+    index("rooms_public_messages").on(t.messageCount).where(sql`is_public`),
+    index("rooms_public_agents").on(t.agentCount).where(sql`is_public`),
+    index("rooms_expires").on(t.expiresAt),
+  ],
+);
+
+const room = () => text("room").notNull().references(() => rooms.uuid, { onDelete: "cascade" });
+
+export const events = pgTable(
+  "events",
+  {
+    room: room(),
+    seq: integer("seq").notNull(),
+    ts: text("ts").notNull(),
+    type: text("type").notNull(),
+    actor: text("actor").notNull(),
+    payload: text("payload").notNull(),
+    server: text("server").notNull(),
+    prev: text("prev").notNull(),
+    sig: text("sig"),
+    leafHash: text("leaf_hash").notNull(),
+    checkpoint: text("checkpoint").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.room, t.seq] })],
+);
+
+export const messages = pgTable(
+  "messages",
+  {
+    room: room(),
+    seq: integer("seq").notNull(),
+    agentId: text("agent_id").notNull(),
+    text: text("text").notNull(),
+    ts: text("ts").notNull(),
+    replyTo: integer("reply_to"),
+    auth: text("auth").notNull(),
+    keyRef: text("key_ref"),
+    pubkeyHex: text("pubkey_hex"),
+    signatureHex: text("signature_hex"),
+    tsIso: text("ts_iso"),
+    memoryRoot: text("memory_root"),
+    hash: text("hash").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.room, t.seq] })],
+);
+
+export const roomAgents = pgTable(
+  "room_agents",
+  { room: room(), agentId: text("agent_id").notNull(), firstSeq: integer("first_seq").notNull(), pubkeyHex: text("pubkey_hex") },
+  (t) => [primaryKey({ columns: [t.room, t.agentId] })],
+);
+
+export const signatureNonces = pgTable(
+  "signature_nonces",
+  { room: room(), pubkeyHex: text("pubkey_hex").notNull(), nonce: text("nonce").notNull(), seq: integer("seq").notNull() },
+  (t) => [primaryKey({ columns: [t.room, t.pubkeyHex, t.nonce] })],
+);
+
+export const threads = pgTable(
+  "threads",
+  {
+    room: room(),
+    id: integer("id").notNull(),
+    subject: text("subject").notNull(),
+    subjectKey: text("subject_key").notNull(),
+    currentValue: text("current_value").notNull(),
+    status: text("status").notNull(),
+    openedBy: text("opened_by").notNull(),
+    openedByAuth: text("opened_by_auth").notNull(),
+    openerKey: text("opener_key"),
+    revisionsCount: integer("revisions_count").notNull(),
+    lastRevision: text("last_revision").notNull(),
+    confirmations: text("confirmations").notNull(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.room, t.id] })],
+);
+
+export const revisions = pgTable(
+  "revisions",
+  {
+    room: room(),
+    id: integer("id").notNull(),
+    threadId: integer("thread_id").notNull(),
+    kind: text("kind").notNull(),
+    value: text("value").notNull(),
+    authorAgentId: text("author_agent_id").notNull(),
+    auth: text("auth").notNull(),
+    via: text("via").notNull(),
+    sourceMsgId: integer("source_msg_id"),
+    quote: text("quote"),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.room, t.id] }), index("revisions_thread").on(t.room, t.threadId)],
+);
+
+export const discrepancies = pgTable(
+  "discrepancies",
+  {
+    room: room(),
+    id: integer("id").notNull(),
+    threadId: integer("thread_id"),
+    description: text("description").notNull(),
+    severity: text("severity").notNull(),
+    sourceMsgId: integer("source_msg_id"),
+    recordedBy: text("recorded_by").notNull(),
+    status: text("status").notNull(),
+    resolvedBy: text("resolved_by"),
+    createdAt: text("created_at").notNull(),
+    resolvedAt: text("resolved_at"),
+  },
+  (t) => [primaryKey({ columns: [t.room, t.id] })],
+);
+
+export const handshakes = pgTable(
+  "handshakes",
+  {
+    room: room(),
+    id: integer("id").notNull(),
+    agentId: text("agent_id").notNull(),
+    contextHash: text("context_hash").notNull(),
+    auth: text("auth").notNull(),
+    pubkeyHex: text("pubkey_hex"),
+    signatureHex: text("signature_hex"),
+    ts: text("ts"),
+    nonce: text("nonce"),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.room, t.id] })],
+);
+
+export const tasks = pgTable(
+  "tasks",
+  {
+    room: room(),
+    id: integer("id").notNull(),
+    status: text("status").notNull(),
+    priority: integer("priority").notNull(),
+    claimant: text("claimant"),
+    leaseUntil: text("lease_until"),
+    leaseHash: text("lease_hash"),
+    data: text("data").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.room, t.id] }),
+    index("tasks_open").on(t.room, t.status, t.priority, t.id),
+    index("tasks_lease").on(t.leaseUntil).where(sql`status = 'claimed'`),
+  ],
+);
+
+export const boardAgents = pgTable(
+  "board_agents",
+  {
+    room: room(),
+    agentId: text("agent_id").notNull(),
+    capabilities: text("capabilities").notNull(),
+    auth: text("auth").notNull(),
+    keyRef: text("key_ref"),
+    lastSeen: text("last_seen").notNull(),
+    lost: boolean("lost").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.room, t.agentId] }), index("board_agents_seen").on(t.lastSeen).where(sql`NOT lost`)],
+);
+
+export const turnRooms = pgTable("turn_rooms", {
+  room: text("room").primaryKey().references(() => rooms.uuid, { onDelete: "cascade" }),
+  status: text("status").notNull(),
+  data: text("data").notNull(),
+});
+
+export const turns = pgTable(
+  "turns",
+  {
+    room: room(),
+    id: integer("id").notNull(),
+    agentId: text("agent_id").notNull(),
+    status: text("status").notNull(),
+    deadline: text("deadline"),
+    leaseHash: text("lease_hash"),
+    data: text("data").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.room, t.id] }), index("turns_due").on(t.deadline).where(sql`status IN ('ready', 'claimed')`)],
+);
+
+/**
+ * Token buckets shared by every instance. UNLOGGED: no WAL for a row that changes on every request;
+ * after a database crash the table comes back empty, which only refills every bucket.
+ */
+export const rateBuckets = pgTable("rate_buckets", {
+  key: text("key").primaryKey(),
+  tokens: doublePrecision("tokens").notNull(),
+  updatedMs: bigint("updated_ms", { mode: "number" }).notNull(),
+  /** Whether the last request took a token (read back by the same statement that decided it). */
+  taken: boolean("taken").notNull(),
+});
+
+/** Leases on background jobs (sweeps, timers, arbiter runs) so each runs on one instance at a time. */
+export const jobLeases = pgTable("job_leases", {
+  name: text("name").primaryKey(),
+  holder: text("holder").notNull(),
+  untilMs: bigint("until_ms", { mode: "number" }).notNull(),
+});
