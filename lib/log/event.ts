@@ -56,6 +56,42 @@ export function agentEnvelope(args: {
   return canonicalize({ v: 1, room, type, actor, payload, ts, nonce });
 }
 
+/**
+ * The time an agent signs (v1 `sig.ts`, legacy `ts_iso`): ISO 8601 in UTC, nothing else —
+ * `YYYY-MM-DDTHH:MM:SS`, an optional fraction of 1 to 9 digits, then `Z` or `+00:00`
+ * (2026-12-01T10:00:00Z, 2026-12-01T10:00:00.123Z, 2026-12-01T10:00:00.123456+00:00). Other offsets,
+ * lower-case `t`/`z`, a missing zone and every other form Date.parse accepts (RFC 2822 …) are refused.
+ */
+const AGENT_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:Z|\+00:00)$/;
+
+export const AGENT_TIME_RULE = "must be an ISO 8601 UTC time such as 2026-12-01T10:00:00Z or 2026-12-01T10:00:00.123Z";
+
+/** Milliseconds since the epoch of an agent time in the one accepted form (AGENT_TIME), else null. */
+export function parseAgentTime(s: string): number | null {
+  const m = typeof s === 'string' ? AGENT_TIME.exec(s) : null;
+  if (!m) return null;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  if (year < 1970 || hour > 23 || minute > 59 || second > 59) return null;
+  const t = Date.UTC(year, month - 1, day, hour, minute, second);
+  const back = new Date(t);
+  // Date.UTC rolls 2026-02-30 over to March: a date that does not round-trip does not exist.
+  if (back.getUTCFullYear() !== year || back.getUTCMonth() !== month - 1 || back.getUTCDate() !== day) return null;
+  return t + Number((m[7] ?? '').padEnd(3, '0').slice(0, 3));
+}
+
+export const isAgentTime = (s: string): boolean => parseAgentTime(s) !== null;
+
+/**
+ * memory_root beside a legacy signature: empty or 1..256 of A-Z a-z 0-9 + / = _ . : (a hex or
+ * base64 hash, a tag) — no "-". The legacy signed string has no separators; with no hyphen after
+ * it, the room id (8-4-4-4-12) is the last hyphenated run of the string, and with the strict
+ * agent time before it the split text ‖ ts_iso ‖ room ‖ memory_root is unique: one legacy
+ * signature cannot be re-read as another room's message with shifted fields.
+ */
+const LEGACY_MEMORY_ROOT = /^[A-Za-z0-9+/=_.:]{0,256}$/;
+export const LEGACY_MEMORY_ROOT_RULE = 'must be empty or up to 256 characters from A-Z a-z 0-9 + / = _ . : (no "-")';
+export const isLegacyMemoryRoot = (s: string): boolean => LEGACY_MEMORY_ROOT.test(s);
+
 /** The legacy (ed25519-legacy-v0) signed string: text ‖ ts_iso ‖ room ‖ (memory_root or ""). */
 export function legacySignedString(
   text: string,

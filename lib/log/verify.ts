@@ -161,7 +161,9 @@ export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Pro
   if (bundle.checkpoints.length === 0) inconclusive.push("The log carries no checkpoints, so its history was never signed.");
   else if (!headSigned && size > 0) fail(size, "head", "No signed checkpoint covers the latest event.");
 
-  // 3. Agent signatures, replays and key pinning (trust on first use).
+  // 3. Agent signatures, replays and key pinning (trust on first use). As at intake
+  // (lib/services/signatures.ts): only a v1 envelope signature pins a name; a legacy signature
+  // covers no agent_id, so it never pins, and under a pinned name it must carry the pinned key.
   const pinned = new Map<string, string>();
   const nonces = new Set<string>();
   let agentSignatures = 0;
@@ -175,13 +177,16 @@ export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Pro
     }
     let signed: string;
     let nonce: string;
+    let pins: boolean;
     if (sig.alg === "ed25519-jcs-v1") {
       signed = agentEnvelope({ room: event.room, type: event.type, actor: event.actor, payload: event.payload, ts: sig.ts, nonce: sig.nonce });
       nonce = sig.nonce;
+      pins = true;
     } else if (sig.alg === "ed25519-legacy-v0" && event.type === "message.posted") {
       const p = event.payload as { text: string; memory_root?: string };
       signed = legacySignedString(p.text, sig.ts_iso, event.room, p.memory_root);
       nonce = `legacy:${sig.signature_hex.toLowerCase()}`;
+      pins = false;
     } else {
       inconclusive.push(`Event ${seq} is signed with "${String(sig.alg)}", an algorithm this verifier does not know.`);
       return;
@@ -189,8 +194,9 @@ export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Pro
     agentSignatures++;
     const pub = sig.pubkey_hex.toLowerCase();
     const first = pinned.get(event.actor);
-    if (first === undefined) pinned.set(event.actor, pub);
-    else if (first !== pub) fail(seq, "key_pinning", `"${event.actor}" is pinned to another key.`);
+    if (first === undefined) {
+      if (pins) pinned.set(event.actor, pub);
+    } else if (first !== pub) fail(seq, "key_pinning", `"${event.actor}" is pinned to another key.`);
     if (nonces.has(`${pub}:${nonce}`)) fail(seq, "replayed_signature", "This signature's key and nonce were used before in the room.");
     nonces.add(`${pub}:${nonce}`);
     let pubBytes: Uint8Array, sigBytes: Uint8Array;

@@ -1,10 +1,11 @@
 import { z } from "zod";
 import { agentId, auth, HEX64, messageText, pageLimit, queryInt, str } from "./common";
+import { AGENT_TIME_RULE, isAgentTime } from "../log/event";
 
 export const signatureV1 = z.object({
   pubkey_hex: str().regex(HEX64, "must be 64 hex digits"),
   signature_hex: str().regex(/^[0-9a-f]{128}$/i, "must be 128 hex digits"),
-  ts: str().min(1).max(40),
+  ts: str().refine(isAgentTime, AGENT_TIME_RULE),
   nonce: str().min(16, "must be 16 to 64 characters").max(64, "must be 16 to 64 characters"),
 });
 
@@ -18,7 +19,7 @@ export const postMessageBody = z
     // Legacy signature fields (compat): pubkey_hex, signature_hex, ts_iso over text‖ts_iso‖room‖memory_root.
     pubkey_hex: str().regex(HEX64, "must be 64 hex digits").optional(),
     signature_hex: str().regex(/^[0-9a-f]{128}$/i, "must be 128 hex digits").optional(),
-    ts_iso: str().min(1).max(40).optional(),
+    ts_iso: str().refine(isAgentTime, AGENT_TIME_RULE).optional(),
   })
   .refine((b) => !(b.sig && b.signature_hex), { message: "send either sig or the legacy signature fields, not both", path: ["sig"] })
   .refine(

@@ -7,9 +7,9 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
-import { eventLeafHash, type EventSig } from "../../lib/log/event";
-import { bytesToHex, hexToBytes } from "../../lib/log/bytes";
-import { nobleVerify } from "../../lib/log/ed25519";
+import { eventLeafHash, legacySignedString, type EventSig } from "../../lib/log/event";
+import { bytesToHex, hexToBytes, utf8 } from "../../lib/log/bytes";
+import { nobleSign, noblePublicKey, nobleVerify } from "../../lib/log/ed25519";
 import { rootOf } from "../../lib/log/merkle";
 import { replay } from "../../lib/domain/replay";
 import { signCheckpoint } from "../../lib/log/checkpoint";
@@ -128,5 +128,41 @@ describe("small-order keys in a bundle", () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("key pinning replay: a legacy signature never pins (as at intake)", () => {
+  const k1 = crypto.randomBytes(32);
+  const k2 = crypto.randomBytes(32);
+  const legacyMsg = (seed: Uint8Array, actor: string, text: string): Ev => ({
+    type: "message.posted",
+    actor,
+    payload: { text },
+    sig: { alg: "ed25519-legacy-v0", pubkey_hex: bytesToHex(noblePublicKey(seed)), signature_hex: bytesToHex(nobleSign(seed, utf8(legacySignedString(text, TS, ROOM)))), ts_iso: TS },
+  });
+  const v1Msg = (seed: Uint8Array, actor: string, text: string): Ev => ({
+    type: "message.posted",
+    actor,
+    payload: { text },
+    sig: { alg: "ed25519-jcs-v1", ...testAgent(seed).signMessage(ROOM, actor, { text }, { ts: TS }) },
+  });
+  const plain = (actor: string, text: string): Ev => ({ type: "message.posted", actor, payload: { text } });
+  const verdictOf = async (events: Ev[]) => {
+    const r = await verifyBundle(bundleOf([created, ...events]), { verify: ed25519Verify });
+    return { verdict: r.verdict, failures: r.failures.map((f) => [f.seq, f.type]) };
+  };
+
+  test("legacy, then unsigned under the same name: CLEAN", async () => {
+    assert.deepEqual(await verdictOf([legacyMsg(k1, "lex", "one"), plain("lex", "two")]), { verdict: "CLEAN", failures: [] });
+  });
+
+  test("legacy with one key, then v1 with another: CLEAN (the v1 signature is the first pin)", async () => {
+    assert.deepEqual(await verdictOf([legacyMsg(k1, "lex", "one"), v1Msg(k2, "lex", "two")]), { verdict: "CLEAN", failures: [] });
+  });
+
+  test("v1 pins; legacy with the pinned key is CLEAN, with another key it is key_pinning", async () => {
+    assert.deepEqual(await verdictOf([v1Msg(k1, "lex", "one"), legacyMsg(k1, "lex", "two")]), { verdict: "CLEAN", failures: [] });
+    assert.deepEqual(await verdictOf([v1Msg(k1, "lex", "one"), legacyMsg(k2, "lex", "two")]), { verdict: "REFUTED", failures: [[3, "key_pinning"]] });
+    assert.deepEqual(await verdictOf([v1Msg(k1, "lex", "one"), plain("lex", "two")]), { verdict: "REFUTED", failures: [[3, "key_pinning"]] });
   });
 });
