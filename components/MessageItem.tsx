@@ -2,6 +2,7 @@
 
 import { memo } from "react";
 import type { Message } from "./types";
+import { serviceName } from "./AgentName";
 import { agentHue } from "./format";
 import { useHydrated } from "./hydrated";
 import { Markdown } from "./Markdown";
@@ -20,8 +21,48 @@ export function Clock({ iso }: { iso: string }) {
   );
 }
 
+/**
+ * A message the service wrote (the kickoff protocol card, a moderator note): a banner with the
+ * service badge, which agent messages never get. What decides is the event's actor being a service
+ * actor (exactly "server", "arbiter" or "owner": names no agent may take, nor anything that looks
+ * like them), never the text, so no agent message can dress up as one.
+ */
+function ServiceMessage({ message: m, actor, flash }: { message: Message; actor: string; flash: boolean }) {
+  return (
+    <li className={flash ? "msg msg-service msg-flash" : "msg msg-service"} id={`m${m.id}`} data-actor={m.agent_id}>
+      <span className="avatar avatar-service" aria-hidden="true">
+        <svg viewBox="0 0 16 16" width="16" height="16" fill="currentColor">
+          <path d="M8 1 2 3.5v4.2c0 3.4 2.6 6.3 6 7.3 3.4-1 6-3.9 6-7.3V3.5L8 1Zm-1 10.2L4.3 8.5l1.1-1.1L7 9l3.6-3.6 1.1 1.1L7 11.2Z" />
+        </svg>
+      </span>
+      <div className="msg-main">
+        <div className="msg-meta">
+          <span className="actor">{actor}</span>
+          <span className="badge badge-service" title="Written by the Parley service itself, not by an agent">
+            Parley service
+          </span>
+          {m.reply_to != null && (
+            <a className="reply-to" href={`#m${m.reply_to}`} title={`In reply to message #${m.reply_to}`}>
+              ↪ #{m.reply_to}
+            </a>
+          )}
+          <span className="msg-end">
+            <span className="msg-id">#{m.id}</span>
+            <Clock iso={m.timestamp} />
+          </span>
+        </div>
+        <div className="msg-body">
+          <Markdown text={m.text} />
+        </div>
+      </div>
+    </li>
+  );
+}
+
 /** `flash`: briefly highlighted, when another panel jumped to this message. */
 export const MessageItem = memo(function MessageItem({ message: m, flash = false }: { message: Message; flash?: boolean }) {
+  const actor = serviceName(m.agent_id);
+  if (actor) return <ServiceMessage message={m} actor={actor} flash={flash} />;
   const hue = agentHue(m.agent_id);
   return (
     <li className={flash ? "msg msg-flash" : "msg"} id={`m${m.id}`} style={{ "--hue": hue } as React.CSSProperties}>

@@ -7,6 +7,7 @@
 import { canonicalize } from "../log/jcs";
 import { bytesToHex, sha256, utf8 } from "../log/bytes";
 import type { LogEvent } from "../log/event";
+import { agentKey, sameAgent } from "./names";
 
 export const AGREE_QUORUM_DEFAULT = 2;
 
@@ -108,9 +109,11 @@ export function contextHash(threads: Thread[]): string {
   return bytesToHex(sha256(utf8(canonicalize(live))));
 }
 
-/** `{context_hash, agents}` once ≥ 2 distinct agents handshook the current hash, else null. */
+/** `{context_hash, agents}` once ≥ 2 distinct agents (by agentKey: each as first written) handshook the current hash, else null. */
 export function sealOf(threads: Thread[], handshakes: Handshake[], hash = contextHash(threads)): { context_hash: string; agents: string[] } | null {
-  const agents = [...new Set(handshakes.filter((h) => h.context_hash === hash).map((h) => h.agent_id))].sort();
+  const byKey = new Map<string, string>();
+  for (const h of handshakes) if (h.context_hash === hash && !byKey.has(agentKey(h.agent_id))) byKey.set(agentKey(h.agent_id), h.agent_id);
+  const agents = [...byKey.values()].sort();
   return agents.length >= 2 ? { context_hash: hash, agents } : null;
 }
 
@@ -121,7 +124,7 @@ export type Decision = { ok: true; effect: "apply" | "none" } | { ok: false; cod
  * for a message's author and gets exactly that author's rights.
  */
 export function isOwner(thread: Thread, openerKey: string | null, author: Author): boolean {
-  return openerKey ? author.pubkey_hex === openerKey : author.agent_id === thread.opened_by;
+  return openerKey ? author.pubkey_hex === openerKey : sameAgent(author.agent_id, thread.opened_by);
 }
 
 /** The status table of SPEC 5.1, before anything is written. */
@@ -136,7 +139,7 @@ export function decideRevision(thread: Thread, openerKey: string | null, kind: E
   if ((kind === "confirm" || kind === "contradict") && owner) {
     return { ok: false, code: "owner_cannot_confirm", detail: `The owner cannot ${kind} their own thread; others confirm or contradict it.` };
   }
-  if (kind === "confirm" && thread.confirmations.some((c) => c.agent_id === author.agent_id)) {
+  if (kind === "confirm" && thread.confirmations.some((c) => sameAgent(c.agent_id, author.agent_id))) {
     return { ok: true, effect: "none" }; // a repeat by the same agent changes nothing
   }
   return { ok: true, effect: "apply" };
@@ -239,11 +242,12 @@ function reviseThread(thread: Thread, p: ThreadRevisedPayload, a: { agent_id: st
       thread.status = "proposed";
       return;
     case "confirm":
-      if (!thread.confirmations.some((c) => c.agent_id === a.agent_id)) thread.confirmations.push({ agent_id: a.agent_id, auth: a.auth });
+      // Distinct confirmers by agentKey: `Alice` and `ALICE` are one confirmation.
+      if (!thread.confirmations.some((c) => sameAgent(c.agent_id, a.agent_id))) thread.confirmations.push({ agent_id: a.agent_id, auth: a.auth });
       if (thread.confirmations.length >= quorum) thread.status = "agreed";
       return;
     case "contradict":
-      thread.confirmations = thread.confirmations.filter((c) => c.agent_id !== a.agent_id);
+      thread.confirmations = thread.confirmations.filter((c) => !sameAgent(c.agent_id, a.agent_id));
       if (thread.status === "agreed") {
         thread.status = "disputed";
         thread.confirmations = []; // a disputed thread needs a fresh quorum

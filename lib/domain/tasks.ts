@@ -7,6 +7,7 @@
 import { bytesToHex, sha256, utf8 } from "../log/bytes";
 import type { LogEvent } from "../log/event";
 import { keyRef } from "../log/keys";
+import { sameAgent } from "./names";
 
 export const TASK_PRIORITY_DEFAULT = 5;
 export const TASK_MAX_FAILURES_DEFAULT = 5;
@@ -140,7 +141,7 @@ export const hasCapabilities = (agent: BoardAgent | undefined, requires: string[
 export function handoffAllows(task: Task, agent: BoardAgent, now: string): boolean {
   const h = task.handoff;
   if (!h || h.until <= now) return true;
-  if (h.to_agent !== null && h.to_agent === agent.agent_id) return true;
+  if (h.to_agent !== null && sameAgent(h.to_agent, agent.agent_id)) return true;
   if (h.to_capability !== null && agent.capabilities.includes(h.to_capability)) return true;
   return false;
 }
@@ -208,7 +209,7 @@ export function applyTaskEvent(board: Board, event: LogEvent): Board {
   const p = event.payload as Record<string, unknown>;
   const s = event.server as ServerFacts;
   // Any board write by an agent is a sign of life.
-  const actor = board.agents.find((a) => a.agent_id === event.actor && !a.lost);
+  const actor = board.agents.find((a) => sameAgent(a.agent_id, event.actor) && !a.lost);
   if (actor) actor.last_seen = event.ts;
   if (event.type === "task.created") {
     board.tasks.push({
@@ -319,13 +320,14 @@ export function applyTaskEvent(board: Board, event: LogEvent): Board {
 function applyAgentEvent(board: Board, event: LogEvent): void {
   if (event.type === "agent.lost") {
     const who = (event.payload as { agent_id?: string }).agent_id;
-    const a = board.agents.find((x) => x.agent_id === who);
+    const a = board.agents.find((x) => sameAgent(x.agent_id, who));
     if (a) a.lost = true;
     return;
   }
   const caps = ((event.payload as { capabilities?: string[] }).capabilities ?? []).slice();
   const sig = event.sig;
-  const existing = board.agents.find((x) => x.agent_id === event.actor);
+  // One board entry per agent (by agentKey), under the name it first joined with.
+  const existing = board.agents.find((x) => sameAgent(x.agent_id, event.actor));
   const fields = {
     capabilities: caps,
     auth: sig ? ("signed" as const) : ("anon" as const),

@@ -6,6 +6,7 @@
  */
 import type { LogEvent } from "../log/event";
 import { canonicalize } from "../log/jcs";
+import { agentKey, sameAgent } from "./names";
 
 export const TURNS_DEFAULTS = { max_rounds: 10, turn_timeout_s: 300, delay_s: 0, policy: "consensus", absent_after: 2 } as const;
 export const TURNS_LIMITS = {
@@ -129,17 +130,19 @@ const isoPlus = (iso: string, seconds: number) => new Date(Date.parse(iso) + sec
 /** The rules between the fields of a turns config, each with the field it names (the schema reports them). */
 export function turnsConfigProblems(t: { participants: string[]; first?: string; policy: TurnsPolicy; supervisor?: string }): { field: string; message: string }[] {
   const problems: { field: string; message: string }[] = [];
-  if (new Set(t.participants).size !== t.participants.length) problems.push({ field: "participants", message: "must not list an agent twice" });
-  if (t.first !== undefined && !t.participants.includes(t.first)) problems.push({ field: "first", message: "must be one of the participants" });
+  // Names compare by agentKey: "alice" and "Alice" are one agent, listed twice.
+  const listed = (name: string) => t.participants.some((p) => sameAgent(p, name));
+  if (new Set(t.participants.map(agentKey)).size !== t.participants.length) problems.push({ field: "participants", message: "must not list an agent twice (names differing only in case or spaces are the same agent)" });
+  if (t.first !== undefined && !listed(t.first)) problems.push({ field: "first", message: "must be one of the participants" });
   if (t.policy === "supervisor" && t.supervisor === undefined) problems.push({ field: "supervisor", message: 'is required with policy "supervisor"' });
-  if (t.supervisor !== undefined && !t.participants.includes(t.supervisor)) problems.push({ field: "supervisor", message: "must be one of the participants" });
+  if (t.supervisor !== undefined && !listed(t.supervisor)) problems.push({ field: "supervisor", message: "must be one of the participants" });
   if (t.supervisor !== undefined && t.policy !== "supervisor") problems.push({ field: "supervisor", message: 'is only for policy "supervisor"' });
   return problems;
 }
 
 /** The speaking order: the participants as given, rotated so that `first` speaks first. */
 export function speakingOrder(participants: string[], first?: string): string[] {
-  const at = first === undefined ? 0 : participants.indexOf(first);
+  const at = first === undefined ? 0 : Math.max(0, participants.findIndex((p) => sameAgent(p, first)));
   return [...participants.slice(at), ...participants.slice(0, at)];
 }
 
@@ -158,8 +161,13 @@ export function newTurnsRoom(config: TurnsConfig, ts: string): TurnsRoom {
 }
 
 export const activeParticipants = (room: TurnsRoom) => room.participants.filter((p) => p.status === "active");
-export const participant = (room: TurnsRoom, agentId: string) => room.participants.find((p) => p.agent_id === agentId);
-export const slotOf = (room: TurnsRoom, agentId: string) => room.config.participants.indexOf(agentId);
+/** The participant an agent name is (by agentKey; an exact match first, for rooms made before names compared by key). */
+export const participant = (room: TurnsRoom, agentId: string) =>
+  room.participants.find((p) => p.agent_id === agentId) ?? room.participants.find((p) => sameAgent(p.agent_id, agentId));
+export const slotOf = (room: TurnsRoom, agentId: string) => {
+  const exact = room.config.participants.indexOf(agentId);
+  return exact >= 0 ? exact : room.config.participants.findIndex((p) => sameAgent(p, agentId));
+};
 
 // ---- the reducer ----
 
@@ -410,7 +418,7 @@ export function planAfterTurn(proj: TurnsProjection, turn: TurnState, outcome: O
   }
 
   if (result === "complete") {
-    if (policy === "supervisor" && turn.agent_id === supervisor) {
+    if (policy === "supervisor" && sameAgent(turn.agent_id, supervisor)) {
       plan.push("room.completed", { by: turn.agent_id, confirmed: [], policy });
       return plan.steps;
     }
@@ -426,7 +434,8 @@ export function planAfterTurn(proj: TurnsProjection, turn: TurnState, outcome: O
 /** Who must confirm a proposal: the supervisor (when active), else every other active participant, in order after the proposer. */
 function confirmersFor(room: TurnsRoom, proposer: string): string[] {
   const { policy, supervisor, participants: order } = room.config;
-  if (policy === "supervisor" && supervisor !== null && participant(room, supervisor)?.status === "active") return [supervisor];
+  const sup = policy === "supervisor" && supervisor !== null ? participant(room, supervisor) : undefined;
+  if (sup?.status === "active") return [sup.agent_id];
   const at = order.indexOf(proposer);
   return [...order.slice(at + 1), ...order.slice(0, at)].filter((a) => participant(room, a)?.status === "active");
 }
@@ -476,7 +485,7 @@ export function healthAlerts(room: TurnsRoom, current: Turn | undefined, lastRep
   const last = lastReplies.slice(-4);
   if (last.length === 4) {
     const [a, b, c, d] = last.map((r) => ({ agent: r.agent_id, text: normaliseText(r.text) })) as [{ agent: string; text: string }, { agent: string; text: string }, { agent: string; text: string }, { agent: string; text: string }];
-    if (a.agent !== b.agent && a.agent === c.agent && b.agent === d.agent && a.text === c.text && b.text === d.text) {
+    if (!sameAgent(a.agent, b.agent) && sameAgent(a.agent, c.agent) && sameAgent(b.agent, d.agent) && a.text === c.text && b.text === d.text) {
       alerts.push({ type: "repeated_loop", agent_ids: [a.agent, b.agent], detail: `"${a.agent}" and "${b.agent}" repeat the same replies to each other.` });
     }
   }
@@ -547,11 +556,11 @@ export function turnRuleViolations(events: LoggedEvent[]): RuleViolation[] {
       flag(event, `the server should have logged ${plan[0]!.type} ${JSON.stringify(plan[0]!.payload)} before ${event.type}.`);
       plan = [];
     }
-    if (event.type === "turn.claimed" && (!turn || turn.status !== "ready" || turn.agent_id !== event.actor || event.ts < turn.available_at)) {
+    if (event.type === "turn.claimed" && (!turn || turn.status !== "ready" || !sameAgent(turn.agent_id, event.actor) || event.ts < turn.available_at)) {
       flag(event, `"${event.actor}" claimed turn ${String(p.turn_id)}, which was not its open turn.`);
     }
     if (event.type === "message.posted" && typeof p.turn_id === "number") {
-      if (!turn || turn.status !== "claimed" || turn.agent_id !== event.actor) flag(event, `"${event.actor}" replied to turn ${String(p.turn_id)} without holding it.`);
+      if (!turn || turn.status !== "claimed" || !sameAgent(turn.agent_id, event.actor)) flag(event, `"${event.actor}" replied to turn ${String(p.turn_id)} without holding it.`);
       reply = { turn_id: p.turn_id, text: p.text as string };
     }
     if (event.type === "message.posted" && event.actor === "server" && p.kickoff === true) plan = planKickoff(proj, event.ts);

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { SERVICE_ACTORS } from "../domain/room";
+import { agentNameProblem } from "../domain/names";
 
 // Control characters (C0, DEL, C1) are never part of a name.
 // eslint-disable-next-line no-control-regex
@@ -24,12 +24,21 @@ export function clipStorable(s: string, max: number): string {
   return out;
 }
 
+/**
+ * Every field that takes an agent's name (lib/domain/names): NFKC-normalised, then trimmed; no
+ * invisible, format or bidirectional control characters, and nothing that is or looks like a
+ * service name. The normalised name is what is stored; names compare by `agentKey`.
+ */
 export const agentId = str()
+  .normalize("NFKC")
+  .superRefine((s, ctx) => {
+    const problem = agentNameProblem(s);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  })
   .trim()
   .min(1, "must not be empty or whitespace only")
   .max(100, "must be at most 100 characters")
-  .refine((s) => !CONTROL.test(s), "must not contain control characters")
-  .refine((s) => !SERVICE_ACTORS.has(s.toLowerCase()), 'must not be "server", "arbiter" or "owner": those name the service in the log');
+  .refine((s) => !CONTROL.test(s), "must not contain control characters");
 
 export const messageText = str()
   .min(1, "must not be empty")

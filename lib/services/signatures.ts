@@ -2,7 +2,8 @@ import { ParleyError } from "../errors";
 import { hexToBytes, utf8 } from "../log/bytes";
 import { ed25519InputProblem, type Ed25519InputProblem } from "../log/ed25519";
 import { AGENT_TIME_RULE, agentEnvelope, isLegacyMemoryRoot, LEGACY_MEMORY_ROOT_RULE, legacySignedString, parseAgentTime, type EventSig } from "../log/event";
-import type { RoomRow, StoreWriter } from "../store/types";
+import { agentKey } from "../domain/names";
+import type { RoomRow, StoreReader, StoreWriter } from "../store/types";
 import type { Services } from "./context";
 
 const CLOCK_WINDOW_MS = 5 * 60_000;
@@ -20,6 +21,10 @@ interface SignedWrite {
   seq: number;
   signature?: SignatureInput;
 }
+
+/** The key pinned to a name in a room, by agentKey (`ALICE` is held to `Alice`'s key); also finds pins made under the exact name. */
+export const pinnedKey = (tx: Pick<StoreReader, "agentKey">, room: string, name: string): string | null =>
+  tx.agentKey(room, agentKey(name))?.pubkeyHex ?? tx.agentKey(room, name)?.pubkeyHex ?? null;
 
 /** The v1 signature an agent sends with a write (the fields of `sig`). */
 export type AgentSig = { pubkey_hex: string; signature_hex: string; ts: string; nonce: string };
@@ -57,7 +62,7 @@ function checkSignedTime(svc: Services, field: string, value: string): void {
  * must carry the pinned key. lib/log/verify.ts replays the same rule.
  */
 export function checkAgentSignature(svc: Services, tx: StoreWriter, write: SignedWrite): EventSig | undefined {
-  const pinned = tx.agentKey(write.room, write.actor)?.pubkeyHex ?? null;
+  const pinned = pinnedKey(tx, write.room, write.actor);
   const s = write.signature;
   if (!s) {
     if (pinned) throw new ParleyError("signature_required", `"${write.actor}" signs its events in this room: this write must be signed with its key.`);
@@ -95,6 +100,6 @@ export function checkAgentSignature(svc: Services, tx: StoreWriter, write: Signe
   if (!tx.useNonce(write.room, pubkeyHex, nonce, write.seq)) {
     throw new ParleyError("replayed_signature", "This signature (key and nonce) was already used in this room; sign again with a fresh nonce.");
   }
-  if (!pinned && s.kind === "v1") tx.pinAgentKey(write.room, write.actor, pubkeyHex);
+  if (!pinned && s.kind === "v1") tx.pinAgentKey(write.room, agentKey(write.actor), pubkeyHex);
   return sig;
 }

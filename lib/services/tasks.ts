@@ -11,6 +11,7 @@ import {
   publicTask, taskIdOf, TERMINAL_STATUSES, type Board, type BoardAgent, type Task, type TaskState, type TaskStatus,
 } from "../domain/tasks";
 import { isExpired } from "../domain/room";
+import { sameAgent } from "../domain/names";
 import type { EventSig } from "../log/event";
 import type {
   CancelTaskInput, ClaimNextInput, ClaimTaskInput, CreateTaskInput, FailTaskInput, HandoffTaskInput, HeartbeatTaskInput, JoinBoardInput,
@@ -20,7 +21,7 @@ import type { RoomRow, StoreReader, StoreWriter } from "../store/types";
 import { ALL, isoAfter, isoNow, type Services } from "./context";
 import { appendEvent, definedFields, eventFromRow, writeTx, type NewEvent, type Receipt } from "./events";
 import { hashToken, parseSeqId, requireOpenRoom, requireOwner, requireRoom, tokenMatches } from "./rooms";
-import { signedWrite } from "./signatures";
+import { pinnedKey, signedWrite } from "./signatures";
 
 /** claim-next reads open tasks this many at a time. */
 const NEXT_PAGE = 8;
@@ -61,15 +62,20 @@ function requireRevision(task: Task, base: number | undefined): void {
   }
 }
 
+/** An agent's board entry, by agentKey (`ALICE` finds the entry `Alice` joined with). */
+function boardAgent(tx: StoreReader, room: string, agentId: string): BoardAgent | undefined {
+  return tx.getBoardAgent(room, agentId) ?? tx.listBoardAgents(room).find((a) => sameAgent(a.agent_id, agentId));
+}
+
 /** The agent as a claimant: undefined when it never joined or went silent for too long. */
 function liveAgent(svc: Services, tx: StoreReader, room: string, agentId: string): BoardAgent | undefined {
-  const agent = tx.getBoardAgent(room, agentId);
+  const agent = boardAgent(tx, room, agentId);
   return agent && agentStatus(agent, svc.clock.now(), heartbeatMs(svc)) !== "lost" ? agent : undefined;
 }
 
 /** The actor's board entry (a write is a sign of life), when it is on the board and not lost. */
 function actorPart(tx: StoreReader, room: string, agentId: string): BoardAgent[] {
-  const agent = tx.getBoardAgent(room, agentId);
+  const agent = boardAgent(tx, room, agentId);
   return agent && !agent.lost ? [agent] : [];
 }
 
@@ -79,7 +85,7 @@ export function joinBoard(svc: Services, rawRoomId: string, input: JoinBoardInpu
   const payload = { capabilities: input.capabilities };
   return writeTx(svc, (tx) => {
     const room = requireOpenRoom(svc, rawRoomId, tx);
-    const existing = tx.getBoardAgent(room.uuid, input.agent_id);
+    const existing = boardAgent(tx, room.uuid, input.agent_id);
     const type = existing && !existing.lost ? "agent.heartbeat" : "agent.joined";
     const sig = signedWrite(svc, tx, room, type, input.agent_id, payload, input.sig);
     const { appended, board } = appendTaskEvent(svc, tx, room, { type, actor: input.agent_id, payload, sig }, { agents: existing ? [existing] : [] });
@@ -174,7 +180,7 @@ export function claimNextTask(svc: Services, rawRoomId: string, input: ClaimNext
 
 /** The lease holder's writes: the token must match the current lease (constant-time) and not have run out. */
 function requireLease(svc: Services, task: TaskState, agentId: string, token: string): void {
-  if (task.status !== "claimed" || !tokenMatches(task.lease_hash, token) || task.claimant !== agentId) {
+  if (task.status !== "claimed" || !tokenMatches(task.lease_hash, token) || !sameAgent(task.claimant, agentId)) {
     throw new ParleyError("lease_conflict", `You do not hold the lease on task ${task.id} (it is ${task.status}${task.claimant ? `, claimed by "${task.claimant}"` : ""}). Claim it again if it is open.`);
   }
   if (task.lease_until !== null && task.lease_until <= isoNow(svc)) {
@@ -240,12 +246,12 @@ export function reviewTask(svc: Services, rawRoomId: string, rawTaskId: string, 
     else {
       if (!input.agent_id) throw new ParleyError("forbidden", "Reviewing needs your agent_id (the named reviewer or the creator), or the room owner's token.");
       const self = (why: string) => new ParleyError("self_review", `Task ${task.id} was done by "${task.claimant}"; ${why}. Completed is not accepted: someone else must review it.`);
-      if (input.agent_id === task.claimant) throw self("its claimant cannot review it");
+      if (sameAgent(input.agent_id, task.claimant)) throw self("its claimant cannot review it");
       sig = signedWrite(svc, tx, room, "task.reviewed", input.agent_id, payload, input.sig);
-      const claimantKeys = new Set([task.claimant_key, task.claimant ? tx.agentKey(room.uuid, task.claimant)?.pubkeyHex : null].filter((k): k is string => !!k));
-      const reviewerKey = sig?.pubkey_hex ?? tx.agentKey(room.uuid, input.agent_id)?.pubkeyHex ?? null;
+      const claimantKeys = new Set([task.claimant_key, task.claimant ? pinnedKey(tx, room.uuid, task.claimant) : null].filter((k): k is string => !!k));
+      const reviewerKey = sig?.pubkey_hex ?? pinnedKey(tx, room.uuid, input.agent_id);
       if (reviewerKey && claimantKeys.has(reviewerKey)) throw self("this review is signed with the claimant's key");
-      if (input.agent_id !== task.reviewer && input.agent_id !== task.created_by) {
+      if (!sameAgent(input.agent_id, task.reviewer) && !sameAgent(input.agent_id, task.created_by)) {
         if (bearer) requireOwner(svc, room, bearer);
         else throw new ParleyError("forbidden", `Only the named reviewer${task.reviewer ? ` ("${task.reviewer}")` : ""}, the creator ("${task.created_by}") or the room owner may review task ${task.id}.`);
       }
@@ -268,10 +274,10 @@ export function cancelTask(svc: Services, rawRoomId: string, rawTaskId: string, 
     const payload = definedFields({ task_id: task.id, reason: input.reason, base_revision: input.base_revision });
     let actor = "owner";
     let sig: EventSig | undefined;
-    if (bearer && input.agent_id !== task.created_by) requireOwner(svc, room, bearer);
+    if (bearer && !sameAgent(input.agent_id, task.created_by)) requireOwner(svc, room, bearer);
     else {
       if (!input.agent_id) throw new ParleyError("forbidden", "Cancelling needs the creator's agent_id or the room owner's token.");
-      if (input.agent_id !== task.created_by) {
+      if (!sameAgent(input.agent_id, task.created_by)) {
         throw new ParleyError("forbidden", `Only the task's creator ("${task.created_by}") or the room owner may cancel task ${task.id}.`);
       }
       sig = signedWrite(svc, tx, room, "task.cancelled", input.agent_id, payload, input.sig);
@@ -309,7 +315,7 @@ export function sweepBoards(svc: Services, batch = 100): { lost: number; release
         if (!room || !agent || agent.lost || agent.last_seen > cutoff) return;
         room = appendTaskEvent(svc, tx, room, { type: "agent.lost", actor: "server", payload: { agent_id: agentId } }, { agents: [agent] }).appended.room;
         lost++;
-        for (const task of tx.listTasks(uuid, "claimed").filter((t) => t.claimant === agentId)) {
+        for (const task of tx.listTasks(uuid, "claimed").filter((t) => sameAgent(t.claimant, agentId))) {
           room = appendTaskEvent(svc, tx, room, { type: "task.released", actor: "server", payload: { task_id: task.id }, server: { reason: "agent_lost", failure: false } }, { tasks: [task] }).appended.room;
           released++;
         }

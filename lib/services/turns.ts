@@ -14,6 +14,7 @@ import {
   type TurnsRoom, type TurnState,
 } from "../domain/turns";
 import { isExpired } from "../domain/room";
+import { sameAgent } from "../domain/names";
 import { utf8 } from "../log/bytes";
 import type { EventSig, LogEvent } from "../log/event";
 import type { ClaimTurnInput, MyTurnInput, ReplyTurnInput, SkipTurnInput } from "../schemas/turns";
@@ -200,7 +201,7 @@ export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnInpu
     const { turnsRoom, current } = stateOf(svc.store, room);
     requireParticipant(turnsRoom, input.agent_id);
     const now = isoNow(svc);
-    const mine = current && isOpenTurn(current) && current.agent_id === input.agent_id ? current : undefined;
+    const mine = current && isOpenTurn(current) && sameAgent(current.agent_id, input.agent_id) ? current : undefined;
     const base = { room_status: turnsRoom.status, input_messages: [] as Message[] };
     if (mine && mine.available_at <= now) {
       const action = mine.status === "claimed" ? "You hold its lease: reply" : `Claim it (claim_turn, or POST .../turns/${mine.id}/claim) before ${mine.claim_by}, then reply`;
@@ -246,7 +247,7 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
     const proj = loadProjection(tx, room, turn);
     const turnsRoom = proj.room!;
     requireParticipant(turnsRoom, input.agent_id);
-    if (turn.agent_id !== input.agent_id) {
+    if (!sameAgent(turn.agent_id, input.agent_id)) {
       throw new ParleyError("not_your_turn", `Turn ${turn.id} belongs to "${turn.agent_id}". Wait for yours: my_turn over MCP, or GET /api/rooms/${room.uuid}/turns/mine?agent_id=${encodeURIComponent(input.agent_id)}&wait=30.`);
     }
     // Signed (or refused for a pinned agent) before anything is handed out, a re-claim included.
@@ -296,8 +297,8 @@ export function replyTurn(svc: Services, caller: Caller, rawRoomId: string, rawT
     const turn = requireTurn(tx, room, rawTurnId);
     const proj = loadProjection(tx, room, turn);
     requireParticipant(proj.room!, input.agent_id);
-    if (turn.agent_id !== input.agent_id || !tokenMatches(turn.lease_hash, input.lease_token)) {
-      throw new ParleyError("not_your_turn", `This lease token does not hold turn ${turn.id}${turn.agent_id !== input.agent_id ? ` (it is "${turn.agent_id}"'s)` : ""}. Use the token your claim returned.`);
+    if (!sameAgent(turn.agent_id, input.agent_id) || !tokenMatches(turn.lease_hash, input.lease_token)) {
+      throw new ParleyError("not_your_turn", `This lease token does not hold turn ${turn.id}${!sameAgent(turn.agent_id, input.agent_id) ? ` (it is "${turn.agent_id}"'s)` : ""}. Use the token your claim returned.`);
     }
     const now = isoNow(svc);
     if (turn.status === "done") throw new ParleyError("invalid_transition", `You already replied to turn ${turn.id} (message ${turn.message_id}).`);
@@ -338,7 +339,7 @@ export function skipTurn(svc: Services, rawRoomId: string, rawTurnId: string, in
     let sig: EventSig | undefined;
     if (input.agent_id === undefined) requireOwner(svc, room, bearer);
     else {
-      if (policy !== "supervisor" || input.agent_id !== supervisor) {
+      if (policy !== "supervisor" || !sameAgent(input.agent_id, supervisor)) {
         throw new ParleyError("forbidden", `Only the supervisor${supervisor ? ` ("${supervisor}")` : " (none: this room decides by consensus)"} or the room owner may skip a turn.`);
       }
       actor = input.agent_id;
@@ -397,7 +398,7 @@ export const reinstateParticipant = (svc: Services, rawRoomId: string, bearer: s
   ownerAction(svc, rawRoomId, bearer, (proj) => {
     requireParticipant(proj.room!, agentId);
     if (participant(proj.room!, agentId)!.status !== "absent") throw new ParleyError("invalid_transition", `"${agentId}" is not absent.`);
-    return [{ type: "participant.reinstated", actor: "owner", payload: { agent_id: agentId } }];
+    return [{ type: "participant.reinstated", actor: "owner", payload: { agent_id: participant(proj.room!, agentId)!.agent_id } }];
   });
 
 /** A moderator note: a message from the owner, outside the turns. */
@@ -418,7 +419,7 @@ export function requireTurnToPost(svc: Services, tx: StoreReader, room: RoomRow,
   const turnsRoom = requireTurnsRoom(tx, room);
   requireParticipant(turnsRoom, agentId);
   const current = turnsRoom.current === null ? undefined : tx.getTurn(room.uuid, turnsRoom.current);
-  const holds = current?.status === "claimed" && current.agent_id === agentId && current.lease_until !== null && current.lease_until > isoNow(svc);
+  const holds = current?.status === "claimed" && sameAgent(current.agent_id, agentId) && current.lease_until !== null && current.lease_until > isoNow(svc);
   if (!holds) {
     const how = `This is a turns room: wait for your turn (MCP my_turn, or GET /api/rooms/${room.uuid}/turns/mine?agent_id=${encodeURIComponent(agentId)}&wait=30), claim it (claim_turn, or POST .../turns/{turn_id}/claim) and answer with reply_turn (or POST .../turns/{turn_id}/reply {agent_id, lease_token, text, result}).`;
     throw new ParleyError("not_your_turn", `It is not your turn. ${how}`, { status: 409 });

@@ -207,6 +207,12 @@ test("a turns room made with the form: the watcher follows the turns from agent 
   await page.locator(".messages > li.msg", { hasText: "Agreed." }).last().waitFor({ timeout: 10_000 });
   assert.equal(await page.locator(".messages > li.msg").count(), 7, "the kickoff card and the six replies");
   assert.ok((await page.locator(".messages > li.msg", { hasText: XSS }).count()) === 1, "agent text is shown as text");
+  // Only the service's own message wears the service banner: chosen by the event's actor, never by its text.
+  const service = page.locator(".messages > li.msg-service");
+  assert.equal(await service.count(), 1, "the kickoff card, and no agent reply, is a service message");
+  assert.equal(await service.getAttribute("data-actor"), "server");
+  assert.equal(await service.locator(".badge-service").textContent(), "Parley service");
+  assert.equal(await page.locator(".messages > li.msg:not(.msg-service) .badge-service").count(), 0, "agent messages never get the service badge");
   await page.screenshot({ path: path.join(RESULTS, "turns-watcher.png"), fullPage: true });
 
   assert.equal(await sameDocument(page), 1, "the page never reloaded");
