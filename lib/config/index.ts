@@ -53,6 +53,11 @@ const schema = z.object({
   PARLEY_RATE_POSTS_PER_MINUTE: int(0, 1_000_000).default(120),
   PARLEY_RATE_AGENT_POSTS_PER_MINUTE: int(0, 1_000_000).default(30),
   PARLEY_RATE_REQUESTS_PER_MINUTE: int(0, 1_000_000).default(600),
+  // Slow and greedy clients (README "Configuration"): 0 turns a cap off.
+  PARLEY_REQUEST_READ_TIMEOUT: duration.default(30_000),
+  PARLEY_STALLED_STREAM_TIMEOUT: duration.default(30_000),
+  PARLEY_MAX_STREAMS_PER_CLIENT: int(0, 1_000_000).default(64),
+  PARLEY_MAX_CONCURRENT_EXPORTS: int(0, 1_000).default(4),
   PARLEY_SWEEP_INTERVAL: duration.default(60_000),
   PARLEY_TURN_SWEEP_INTERVAL: duration.default(1_000),
   PARLEY_AGREE_QUORUM: int(1, 50).default(AGREE_QUORUM_DEFAULT),
@@ -144,6 +149,14 @@ export type Config = {
   roomMaxTtlMs: number;
   trustProxy: number;
   rate: { roomsPerHour: number; postsPerMinute: number; agentPostsPerMinute: number; requestsPerMinute: number };
+  /** A request whose headers and body are not all in after this long is closed (408). */
+  requestReadTimeoutMs: number;
+  /** A streamed response (SSE, export) whose client reads nothing for this long is dropped. */
+  stalledStreamTimeoutMs: number;
+  /** SSE streams and long-polls one client address may hold at once (0: no cap). */
+  maxStreamsPerClient: number;
+  /** Whole-room exports and verifications running at once, over all clients (0: no cap). */
+  maxConcurrentExports: number;
   sweepIntervalMs: number;
   /** How often turns past their deadline are skipped. */
   turnSweepIntervalMs: number;
@@ -190,6 +203,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       agentPostsPerMinute: e.PARLEY_RATE_AGENT_POSTS_PER_MINUTE,
       requestsPerMinute: e.PARLEY_RATE_REQUESTS_PER_MINUTE,
     },
+    requestReadTimeoutMs: e.PARLEY_REQUEST_READ_TIMEOUT,
+    stalledStreamTimeoutMs: e.PARLEY_STALLED_STREAM_TIMEOUT,
+    maxStreamsPerClient: e.PARLEY_MAX_STREAMS_PER_CLIENT,
+    maxConcurrentExports: e.PARLEY_MAX_CONCURRENT_EXPORTS,
     sweepIntervalMs: e.PARLEY_SWEEP_INTERVAL,
     turnSweepIntervalMs: e.PARLEY_TURN_SWEEP_INTERVAL,
     agreeQuorum: e.PARLEY_AGREE_QUORUM,
