@@ -1,3 +1,4 @@
+import type { ServerResponse } from "node:http";
 import type { Context, Hono } from "hono";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import type { z } from "zod";
@@ -73,13 +74,40 @@ export function socketPeer(c: Context): string {
  * fewer X-Forwarded-For entries than trusted hops the request did not come through them all, and
  * every header it carries may be the client's own: the peer is then the only address we know.
  */
-function clientIp(c: Context, trustProxy: number): string {
-  const peer = socketPeer(c);
+export function clientAddress(peer: string, forwardedFor: string | undefined, trustProxy: number): string {
   if (trustProxy <= 0) return peer;
-  const forwarded = (c.req.header("x-forwarded-for") ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const forwarded = (forwardedFor ?? "").split(",").map((s) => s.trim()).filter(Boolean);
   // Each trusted hop appended the address it saw; the client is the one the outermost trusted hop saw.
   if (forwarded.length >= trustProxy) return forwarded[forwarded.length - trustProxy]!;
   return peer;
+}
+
+const clientIp = (c: Context, trustProxy: number) => clientAddress(socketPeer(c), c.req.header("x-forwarded-for"), trustProxy);
+
+/** The Node response under a Hono context (undefined outside a Node socket: in-process fetch). */
+export const nodeResponse = (c: Context) => (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+
+/**
+ * Calls `release` once the response has closed, however it ends (sent, aborted, dropped, failed);
+ * outside a Node socket, once `done` settles.
+ */
+export async function holdUntilClosed<T>(c: Context, release: () => void, done: () => Promise<T>): Promise<T> {
+  const res = nodeResponse(c);
+  if (!res) {
+    try {
+      return await done();
+    } finally {
+      release();
+    }
+  }
+  if (res.closed) release();
+  else res.once("close", release);
+  try {
+    return await done();
+  } catch (err) {
+    release(); // the error answer may be sent on a response that closes later, the hold ends now
+    throw err;
+  }
 }
 
 /** The port the request arrived on (undefined outside a Node socket). */
@@ -91,6 +119,13 @@ export function callerFor(svc: Services, c: Context): Caller {
     origin: requestOrigin(svc.config, { host: new URL(c.req.url).host, forwardedProto: c.req.header("x-forwarded-proto"), localPort: localPort(c) }),
   };
 }
+
+/** The headers every API answer carries (the pages have their own CSP, server.ts). */
+export const API_SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  "X-Content-Type-Options": "nosniff",
+  "Referrer-Policy": "no-referrer",
+  "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
+};
 
 export function errorResponse(c: Context, err: ParleyError): Response {
   if (err.extra.retryAfter !== undefined) c.header("Retry-After", String(err.extra.retryAfter));

@@ -13,6 +13,8 @@ const encoder = new TextEncoder();
 
 const MAX_CACHED_ROOMS = 256;
 const MAX_FRAMES_PER_ROOM = 256;
+/** Frames of long messages are tens of KiB: the cache is bounded in bytes too. */
+const MAX_CACHED_BYTES = 32 * 1024 * 1024;
 
 /**
  * Formats a room's events as SSE frames, once per event however many watchers read it: a post
@@ -22,6 +24,7 @@ const MAX_FRAMES_PER_ROOM = 256;
  */
 export class FrameCache {
   private readonly rooms = new Map<string, Map<number, Frame>>();
+  private bytes = 0;
 
   constructor(private readonly svc: Services) {}
 
@@ -42,18 +45,39 @@ export class FrameCache {
   }
 
   forget(room: string): void {
+    for (const frame of this.rooms.get(room)?.values() ?? []) this.bytes -= frame.bytes.byteLength;
     this.rooms.delete(room);
+  }
+
+  /** Bytes of the frames cached now. */
+  get cachedBytes(): number {
+    return this.bytes;
   }
 
   private remember(room: string, frame: Frame): Frame {
     let frames = this.rooms.get(room);
     if (!frames) {
-      if (this.rooms.size >= MAX_CACHED_ROOMS) this.rooms.delete(this.rooms.keys().next().value!);
+      if (this.rooms.size >= MAX_CACHED_ROOMS) this.forget(this.rooms.keys().next().value!);
       this.rooms.set(room, (frames = new Map()));
     }
+    if (!frames.has(frame.seq)) this.bytes += frame.bytes.byteLength;
     frames.set(frame.seq, frame);
-    if (frames.size > MAX_FRAMES_PER_ROOM) frames.delete(frames.keys().next().value!);
+    if (frames.size > MAX_FRAMES_PER_ROOM) this.dropOldest(frames);
+    // Over the byte bound: the least recently added rooms go first, then this room's oldest frames.
+    if (this.bytes > MAX_CACHED_BYTES) {
+      for (const other of [...this.rooms.keys()]) {
+        if (this.bytes <= MAX_CACHED_BYTES) break;
+        if (other !== room) this.forget(other);
+      }
+      while (this.bytes > MAX_CACHED_BYTES && frames.size > 1) this.dropOldest(frames);
+    }
     return frame;
+  }
+
+  private dropOldest(frames: Map<number, Frame>): void {
+    const [seq, oldest] = frames.entries().next().value!;
+    this.bytes -= oldest.bytes.byteLength;
+    frames.delete(seq);
   }
 }
 

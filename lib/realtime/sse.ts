@@ -6,15 +6,26 @@ const encoder = new TextEncoder();
 export const SSE_PING_MS = 15_000;
 const PING = encoder.encode(": ping\n\n");
 
+/** Bytes a stream queues ahead of its socket; past them it stops reading the store until drained. */
+export const SSE_QUEUE_BYTES = 64 * 1024;
+/** Frames read from the store at a time, at most (a frame of a long message is tens of KiB). */
+const PAGE = 16;
 
 /**
  * A Server-Sent Events body with every event of a room after `since`. It sleeps on the notifier,
  * re-reads from its own cursor when woken (lossless), pings every 15 s, and unsubscribes on both
  * client abort and stream cancel. It ends when the room is deleted or expires.
+ *
+ * Backpressure: frames are read from the store only while the stream's queue has room
+ * (SSE_QUEUE_BYTES); the writer takes from it only while the socket drains (@hono/node-server
+ * waits for "drain"). A client that stops reading costs its queue and its socket buffer, not the
+ * room; server.ts drops it once it stays stalled (PARLEY_STALLED_STREAM_TIMEOUT), and it resumes
+ * with Last-Event-ID.
  */
 export function roomEventStream(svc: Services, roomId: string, since: number, signal: AbortSignal, pingMs = SSE_PING_MS): ReadableStream<Uint8Array> {
   let cursor = since;
   let cleanup = () => {};
+  let flush = () => {};
   return new ReadableStream<Uint8Array>({
     start(controller) {
       let closed = false;
@@ -39,14 +50,31 @@ export function roomEventStream(svc: Services, roomId: string, since: number, si
           return false;
         }
       };
-      const flush = () => {
-        if (closed) return;
-        for (;;) {
-          const frames = svc.frames.read(roomId, cursor);
-          if (frames.length === 0) break;
-          // Frames carry their bytes, encoded once for every watcher of the room.
-          for (const frame of frames) controller.enqueue(frame.bytes);
-          cursor = frames.at(-1)!.seq;
+      const queueHasRoom = () => (controller.desiredSize ?? 0) > 0;
+      let flushing = false;
+      const sent = { frames: 0, bytes: 0 };
+      flush = () => {
+        // enqueue() may call pull() (and so flush) at once when a read is waiting: not re-entered.
+        if (closed || flushing) return;
+        flushing = true;
+        try {
+          while (queueHasRoom()) {
+            // As many frames as the queue has room for, by the size of those sent so far: a page
+            // of small frames, one or two of large ones (none read only to be dropped).
+            const average = sent.frames > 0 ? sent.bytes / sent.frames : 1024;
+            const frames = svc.frames.read(roomId, cursor, Math.max(1, Math.min(PAGE, Math.ceil(controller.desiredSize! / average))));
+            if (frames.length === 0) break;
+            // Frames carry their bytes, encoded once for every watcher of the room.
+            for (const frame of frames) {
+              cursor = frame.seq;
+              sent.frames++;
+              sent.bytes += frame.bytes.byteLength;
+              controller.enqueue(frame.bytes);
+              if (!queueHasRoom()) break;
+            }
+          }
+        } finally {
+          flushing = false;
         }
       };
       // Wake-ups during a burst are coalesced into one read per tick.
@@ -63,7 +91,8 @@ export function roomEventStream(svc: Services, roomId: string, since: number, si
       // The ping also notices a room that expired while nothing was said.
       const ping = setInterval(() => {
         if (closed || !roomAlive()) return;
-        controller.enqueue(PING);
+        // A stream with bytes still queued needs no ping to stay open.
+        if (queueHasRoom()) controller.enqueue(PING);
         flush();
       }, pingMs);
       const onAbort = () => close();
@@ -76,8 +105,12 @@ export function roomEventStream(svc: Services, roomId: string, since: number, si
       controller.enqueue(encoder.encode("retry: 2000\n\n"));
       if (roomAlive()) flush();
     },
+    // The writer took from the queue (its socket drained): read on from the cursor.
+    pull() {
+      flush();
+    },
     cancel() {
       cleanup();
     },
-  });
+  }, new ByteLengthQueuingStrategy({ highWaterMark: SSE_QUEUE_BYTES }));
 }
