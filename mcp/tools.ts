@@ -434,6 +434,8 @@ export const TOOLS: ToolDef[] = [
     annotations: WRITES,
     input: roomAnd(replyTurnBody, { turn_id: idNumber }),
     output: repliedTurn.pick({ message_id: true, room_status: true, receipt: true }).extend({ next: turn.pick({ id: true, agent_id: true, phase: true, available_at: true }).nullable() }),
+    // A reply is a post: the post budgets (in replyTurn), as send_message and the REST reply.
+    ownBudget: true,
     run(args, ctx) {
       const { room: _room, turn_id: _turnId, ...body } = args;
       return replyTurn(ctx.svc, ctx.caller, roomArg(args), idArg(args, "turn_id"), parse(replyTurnBody, body));
