@@ -2,14 +2,18 @@ import crypto from "node:crypto";
 import http from "node:http";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { getRequestListener } from "@hono/node-server";
+import type { Duplex } from "node:stream";
+import { getRequestListener, RequestError } from "@hono/node-server";
 import { createApiApp } from "./api/app";
+import { API_SECURITY_HEADERS, clientAddress } from "./api/http";
 import { arbiterOf } from "./lib/arbiter";
 import { ConfigError, loadConfig, type Config } from "./lib/config";
 import { originWarning } from "./lib/config/origin";
 import { ROOM_PATH, wantsMarkdown } from "./lib/instructions/negotiate";
+import { ParleyError } from "./lib/errors";
+import { StallWatch } from "./lib/realtime/stalls";
 import { setServices } from "./lib/runtime";
-import { createServices } from "./lib/services";
+import { createServices, limitRequest } from "./lib/services";
 import type { Clock, Services } from "./lib/services/context";
 import { roomIsExpired, sweepExpiredRooms } from "./lib/services/rooms";
 import { sweepBoards } from "./lib/services/tasks";
@@ -33,8 +37,15 @@ export interface RunningServer {
   port: number;
   svc: Services;
   server: http.Server;
+  /** Streamed responses whose client stopped reading are dropped here (PARLEY_STALLED_STREAM_TIMEOUT). */
+  stalls: StallWatch;
   close(): Promise<void>;
 }
+
+/** Read by app/_lib/context.ts: the page's client address, set here for every page request. */
+const CLIENT_IP_HEADER = "x-parley-client-ip";
+/** Next's content-hashed build assets: a page load fetches several, they take no request budget. */
+const STATIC_ASSETS = /^\/_next\/static\//;
 
 function pageSecurityHeaders(nonce: string): Record<string, string> {
   return {
@@ -56,6 +67,75 @@ function pageSecurityHeaders(nonce: string): Record<string, string> {
   };
 }
 
+/** An error answer as the API gives it: {detail, code} with the API's security headers. */
+function errorBody(code: string, detail: string): { body: string; headers: Record<string, string | number> } {
+  const body = JSON.stringify({ detail, code });
+  return { body, headers: { ...API_SECURITY_HEADERS, "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body), Connection: "close" } };
+}
+
+function answerError(res: http.ServerResponse, status: number, code: string, detail: string): void {
+  const { body, headers } = errorBody(code, detail);
+  res.writeHead(status, headers);
+  res.end(body);
+}
+
+/**
+ * Errors node's HTTP layer meets before a request reaches us (malformed request, headers too
+ * large, headers or body not in within PARLEY_REQUEST_READ_TIMEOUT): answered as every other
+ * error, when nothing of a response was written yet, and the connection closed.
+ */
+function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  const res = (socket as { _httpMessage?: http.ServerResponse })._httpMessage;
+  if (socket.writable && !res?.headersSent && err.code !== "ECONNRESET") {
+    const [status, code, detail] =
+      err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? [408, "request_timeout", "The request's headers and body did not arrive in time. Send the whole request at once."]
+        : err.code === "HPE_HEADER_OVERFLOW"
+          ? [431, "headers_too_large", "The request headers are too large. Send fewer or shorter headers."]
+          : [400, "bad_request", "The request is not valid HTTP/1.1."];
+    const { body, headers } = errorBody(code, detail);
+    const head = [`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}`, ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)];
+    socket.write(`${head.join("\r\n")}\r\n\r\n${body}`);
+  }
+  socket.destroy();
+}
+
+/** A Host header the URL parser keeps as it is: a name or address and a port, nothing else. */
+function validHost(host: string): boolean {
+  try {
+    const parsed = new URL(`http://${host}`).host;
+    const lower = host.toLowerCase();
+    return parsed === lower || parsed === lower.replace(/:80$/, "");
+  } catch {
+    return false;
+  }
+}
+
+/** The path of a request target (origin form, or absolute form through a proxy); undefined when it is neither. */
+function targetPath(target: string): URL | undefined {
+  try {
+    // Appended to a fixed origin, not resolved against it: "//x:99999/" is a path here, as in Hono.
+    const url = target.startsWith("/") ? new URL(`http://localhost${target}`) : new URL(target);
+    return url.protocol === "http:" || url.protocol === "https:" ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** 429 for a page: a short HTML page (a person reads it) with Retry-After. */
+function answerPageLimited(res: http.ServerResponse, err: ParleyError): void {
+  const escaped = err.detail.replace(/[&<>"]/g, (ch) => `&#${ch.charCodeAt(0)};`);
+  const body = `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Too many requests</title></head><body><h1>Too many requests</h1><p>${escaped}</p></body></html>\n`;
+  res.writeHead(429, {
+    ...pageSecurityHeaders(crypto.randomBytes(16).toString("base64")),
+    "Content-Type": "text/html; charset=utf-8",
+    "Content-Length": Buffer.byteLength(body),
+    "Cache-Control": "no-store",
+    "Retry-After": String(err.extra.retryAfter ?? 60),
+  });
+  res.end(body);
+}
+
 /** Makes the page's 200 answer go out with another status (the body is Next's page). */
 function answerWithStatus(res: http.ServerResponse, status: number): void {
   const writeHead = res.writeHead.bind(res) as (code: number, ...rest: unknown[]) => http.ServerResponse;
@@ -69,7 +149,19 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const key = loadOrCreateServerKey(config.keyFile, config.keyName);
   const svc = createServices(config, store, key, options.clock);
   setServices(svc);
-  const api = getRequestListener(createApiApp(svc).fetch);
+  const api = getRequestListener(createApiApp(svc).fetch, {
+    // HTTP/1.0 may come without a Host (HTTP/1.1 without one is answered below).
+    hostname: "localhost",
+    // A request Hono cannot make a URL of (an odd Host or target): the API's answer, not a bare 400.
+    errorHandler: (err) => {
+      const bad = err instanceof RequestError;
+      if (!bad) console.error(err);
+      const { body, headers } = bad
+        ? errorBody("bad_request", "The request's Host header or target is not valid. Send Host: <name>[:port] and a path starting with /.")
+        : errorBody("internal_error", "Something went wrong on the server; try again later.");
+      return new Response(body, { status: bad ? 400 : 500, headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, String(v)])) });
+    },
+  });
 
   let pages: ((req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>) | undefined;
   if (options.pages !== false) {
@@ -79,13 +171,50 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     pages = nextApp.getRequestHandler();
   }
 
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://localhost");
-    const toApi =
-      API_PATHS.test(url.pathname) ||
-      (ROOM_PATH.test(url.pathname) && wantsMarkdown(url.searchParams.get("format"), req.headers.accept)) ||
-      !pages;
-    if (toApi) return void api(req, res);
+  const readTimeout = config.requestReadTimeoutMs;
+  const stalls = new StallWatch(config.stalledStreamTimeoutMs);
+  const server = http.createServer(
+    {
+      // Headers and body must be in within the read timeout (408 and closed otherwise). Node stops
+      // counting once the request is received: long-polls and SSE streams answer for as long as
+      // they like. Expired requests are found on a sweep of the connections, every quarter of it.
+      headersTimeout: readTimeout,
+      requestTimeout: readTimeout,
+      connectionsCheckingInterval: Math.min(5_000, Math.max(100, Math.round(readTimeout / 4))),
+      // A missing Host gets the API's JSON answer below rather than node's bare 400.
+      requireHostHeader: false,
+    },
+    (req, res) => {
+      stalls.watch(res);
+      const host = req.headers.host;
+      if (host === undefined ? req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 : !validHost(host)) {
+        return answerError(res, 400, "bad_request", "The request's Host header is missing or not valid. Send Host: <name>[:port].");
+      }
+      const url = targetPath(req.url ?? "/");
+      if (!url) return answerError(res, 400, "bad_request", "The request target is not a valid path. Send a path starting with /.");
+      const toApi =
+        API_PATHS.test(url.pathname) ||
+        (ROOM_PATH.test(url.pathname) && wantsMarkdown(url.searchParams.get("format"), req.headers.accept)) ||
+        !pages;
+      if (toApi) return void api(req, res);
+      servePage(req, res, url);
+    },
+  );
+  server.on("clientError", onClientError);
+  server.keepAliveTimeout = 65_000;
+
+  /** A page: the general request budget of its client, then Next.js with the pages' headers. */
+  function servePage(req: http.IncomingMessage, res: http.ServerResponse, url: URL): void {
+    const ip = clientAddress(req.socket.remoteAddress ?? "unknown", [req.headers["x-forwarded-for"] ?? []].flat().join(","), config.trustProxy);
+    if (!STATIC_ASSETS.test(url.pathname)) {
+      try {
+        limitRequest(svc, ip);
+      } catch (err) {
+        if (err instanceof ParleyError) return answerPageLimited(res, err);
+        throw err;
+      }
+    }
+    req.headers[CLIENT_IP_HEADER] = ip;
     const roomPath = ROOM_PATH.exec(url.pathname);
     if (roomPath) {
       res.setHeader("Vary", "Accept");
@@ -98,9 +227,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     req.headers["content-security-policy"] = headers["Content-Security-Policy"];
     for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
     void pages!(req, res);
-  });
-  server.keepAliveTimeout = 65_000;
-  server.requestTimeout = 0; // long-polls and SSE streams live longer than the default
+  }
 
   const sweeper = setInterval(() => {
     try {
@@ -133,9 +260,11 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     port,
     svc,
     server,
+    stalls,
     async close() {
       clearInterval(sweeper);
       clearInterval(turnTimer);
+      stalls.stop();
       await arbiter.stop();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -9,7 +9,8 @@ export async function pageContext(): Promise<{ svc: Services; caller: Caller }> 
   const h = await headers();
   // The same rule as the API's (lib/config/origin.ts): a Host nobody allowed never reaches a printed URL.
   const origin = requestOrigin(svc.config, { host: h.get("host"), forwardedProto: h.get("x-forwarded-proto") });
-  return { svc, caller: { ip: "page", origin } };
+  // The client address server.ts worked out (PARLEY_TRUST_PROXY as for the API) and charged the page to.
+  return { svc, caller: { ip: h.get("x-parley-client-ip") ?? "unknown", origin } };
 }
 
 /** The machine code of a ParleyError (matched by code: Next bundles its own copy of the class). */
