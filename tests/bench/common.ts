@@ -16,8 +16,17 @@ import { NO_LIMITS } from "../helpers/server";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
-/** No rate limits, and rooms that hold far more messages than a run posts to one of them. */
-export const BENCH_LIMITS = { ...NO_LIMITS, PARLEY_ROOM_MESSAGE_CAP: "1000000" };
+/**
+ * No rate limits, rooms that hold far more messages than a run posts to one of them, and no cap on
+ * one client's streams (the delivery run opens 1,000 from one address; slow-clients.ts sets its own).
+ */
+export const BENCH_LIMITS = { ...NO_LIMITS, PARLEY_ROOM_MESSAGE_CAP: "1000000", PARLEY_MAX_STREAMS_PER_CLIENT: "0", PARLEY_MAX_CONCURRENT_EXPORTS: "0" };
+
+/** Resident memory of a process (Linux /proc), in MB. */
+export function rssMb(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
+}
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -58,10 +67,10 @@ function stop(child: ChildProcess): Promise<void> {
 
 /**
  * `server.ts` in a child process on a free port with a fresh data directory (named after
- * `prefix`), production mode and BENCH_LIMITS; with `apiOnly`, without the Next.js pages.
+ * `prefix`), production mode and BENCH_LIMITS (then `env`); with `apiOnly`, without the Next.js pages.
  * Resolves once /health answers; if the server does not come up, the child is killed.
  */
-export async function startServerChild(opts: { prefix: string; apiOnly?: boolean }): Promise<ServerChild> {
+export async function startServerChild(opts: { prefix: string; apiOnly?: boolean; env?: Record<string, string> }): Promise<ServerChild> {
   const port = await freePort();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), opts.prefix));
   let entry = "server.ts";
@@ -72,7 +81,7 @@ export async function startServerChild(opts: { prefix: string; apiOnly?: boolean
   }
   const child = spawn(process.execPath, ["--import", "tsx", entry], {
     cwd: ROOT,
-    env: { ...process.env, ...BENCH_LIMITS, PORT: String(port), HOST: "127.0.0.1", PARLEY_DATA_DIR: dataDir, NODE_ENV: "production" },
+    env: { ...process.env, ...BENCH_LIMITS, ...opts.env, PORT: String(port), HOST: "127.0.0.1", PARLEY_DATA_DIR: dataDir, NODE_ENV: "production" },
     stdio: ["ignore", "inherit", "inherit"],
   });
   const close = async () => {

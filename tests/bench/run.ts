@@ -18,7 +18,8 @@ import { postMessage } from "../../lib/services/messages";
 import { createRoom } from "../../lib/services/rooms";
 import { launchChromium } from "../helpers/browser";
 import { arbiterFigures } from "./arbiter";
-import { freePort, inProcessServices, percentile, startServerChild } from "./common";
+import { freePort, inProcessServices, percentile, rssMb, startServerChild } from "./common";
+import { slowClientFigures } from "./slow-clients";
 import { taskFigures } from "./tasks";
 import { turnFigures } from "./turns";
 
@@ -29,11 +30,6 @@ const report = (name: string, value: string) => {
   results.push([name, value]);
   console.log(`${name.padEnd(58)} ${value}`);
 };
-
-function rssMb(pid: number): number {
-  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
-  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
-}
 
 async function json(base: string, method: string, url: string, body?: unknown) {
   const res = await fetch(base + url, { method, headers: { "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined });
@@ -284,6 +280,7 @@ async function main() {
     await arbiterFigures(report);
     await taskFigures(report);
     await turnFigures(report);
+    await slowClientFigures(report);
 
     const single = await inProcessAppendRate(1);
     report("In-process append, one at a time (no HTTP)", `${Math.round(single).toLocaleString("en")} appends/s`);
