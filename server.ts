@@ -10,7 +10,7 @@ import { arbiterOf } from "./lib/arbiter";
 import { ConfigError, loadConfig, type Config } from "./lib/config";
 import { originWarning } from "./lib/config/origin";
 import { ROOM_PATH, wantsMarkdown } from "./lib/instructions/negotiate";
-import { ParleyError } from "./lib/errors";
+import { ParleyError, type ErrorCode } from "./lib/errors";
 import { StallWatch } from "./lib/realtime/stalls";
 import { setServices } from "./lib/runtime";
 import { createServices, limitRequest } from "./lib/services";
@@ -68,12 +68,12 @@ function pageSecurityHeaders(nonce: string): Record<string, string> {
 }
 
 /** An error answer as the API gives it: {detail, code} with the API's security headers. */
-function errorBody(code: string, detail: string): { body: string; headers: Record<string, string | number> } {
+function errorBody(code: ErrorCode, detail: string): { body: string; headers: Record<string, string | number> } {
   const body = JSON.stringify({ detail, code });
   return { body, headers: { ...API_SECURITY_HEADERS, "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body), Connection: "close" } };
 }
 
-function answerError(res: http.ServerResponse, status: number, code: string, detail: string): void {
+function answerError(res: http.ServerResponse, status: number, code: ErrorCode, detail: string): void {
   const { body, headers } = errorBody(code, detail);
   res.writeHead(status, headers);
   res.end(body);
@@ -87,7 +87,7 @@ function answerError(res: http.ServerResponse, status: number, code: string, det
 function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   const res = (socket as { _httpMessage?: http.ServerResponse })._httpMessage;
   if (socket.writable && !res?.headersSent && err.code !== "ECONNRESET") {
-    const [status, code, detail] =
+    const [status, code, detail]: [number, ErrorCode, string] =
       err.code === "ERR_HTTP_REQUEST_TIMEOUT"
         ? [408, "request_timeout", "The request's headers and body did not arrive in time. Send the whole request at once."]
         : err.code === "HPE_HEADER_OVERFLOW"

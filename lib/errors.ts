@@ -1,5 +1,6 @@
 /** Every error the service answers with, defined once: REST status and MCP text both come from here. */
 export const ERROR_STATUS = {
+  bad_request: 400,
   invalid_json: 400,
   validation_error: 400,
   invalid_uuid: 400,
@@ -31,7 +32,9 @@ export const ERROR_STATUS = {
   turn_not_ready: 409,
   handoff_window: 409,
   room_expired: 410,
+  request_timeout: 408,
   payload_too_large: 413,
+  headers_too_large: 431,
   room_full: 429,
   rate_limited: 429,
   internal_error: 500,

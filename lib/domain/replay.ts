@@ -1,6 +1,7 @@
 import type { LogEvent } from "../log/event";
 import { AGREE_QUORUM_DEFAULT, applyLedgerEvent, emptyLedger, quorumOf, type Ledger } from "./ledger";
 import { messageFromEvent, type Message } from "./message";
+import { agentKey } from "./names";
 import { roomStatusAfter, SERVICE_ACTORS, type RoomStatus } from "./room";
 import { applyTaskEvent, emptyBoard, publicTask, type BoardAgent, type Task } from "./tasks";
 import { applyTurnEvent, publicTurn, type Turn, type TurnsProjection, type TurnsRoom } from "./turns";
@@ -51,7 +52,7 @@ export function replay(events: LogEvent[], leafHashesHex: string[]): Projections
     } else if (event.type === "message.posted") {
       messages.push(messageFromEvent(event, leafHashesHex[i]!));
       room.message_count++;
-      if (!SERVICE_ACTORS.has(event.actor)) agents.add(event.actor);
+      if (!SERVICE_ACTORS.has(event.actor)) agents.add(agentKey(event.actor)); // names compare by key
     }
     room.status = roomStatusAfter(room.status, event.type);
   });

@@ -4,6 +4,7 @@
  * or @noble/ed25519), which may be async.
  */
 import { replay, type Projections } from "../domain/replay";
+import { agentKey } from "../domain/names";
 import { SERVICE_ACTORS } from "../domain/room";
 import { BOARD_AGENT_WRITTEN_TYPES } from "../domain/tasks";
 import { TURN_AGENT_WRITTEN_TYPES, turnRuleViolations } from "../domain/turns";
@@ -164,6 +165,7 @@ export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Pro
   // 3. Agent signatures, replays and key pinning (trust on first use). As at intake
   // (lib/services/signatures.ts): only a v1 envelope signature pins a name; a legacy signature
   // covers no agent_id, so it never pins, and under a pinned name it must carry the pinned key.
+  // Pinned per agentKey: names that differ only in case or width are one agent (lib/domain/names.ts).
   const pinned = new Map<string, string>();
   const nonces = new Set<string>();
   let agentSignatures = 0;
@@ -172,7 +174,7 @@ export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Pro
     const sig = event.sig as (LogEvent["sig"] & { alg: string }) | undefined;
     const isAgentEvent = AGENT_EVENT_TYPES.has(event.type) && !SERVICE_ACTORS.has(event.actor);
     if (!sig) {
-      if (isAgentEvent && pinned.has(event.actor)) fail(seq, "key_pinning", `"${event.actor}" signed before; an unsigned event under that name is not theirs.`);
+      if (isAgentEvent && pinned.has(agentKey(event.actor))) fail(seq, "key_pinning", `"${event.actor}" signed before; an unsigned event under that name is not theirs.`);
       return;
     }
     let signed: string;
@@ -193,9 +195,9 @@ export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Pro
     }
     agentSignatures++;
     const pub = sig.pubkey_hex.toLowerCase();
-    const first = pinned.get(event.actor);
+    const first = pinned.get(agentKey(event.actor));
     if (first === undefined) {
-      if (pins) pinned.set(event.actor, pub);
+      if (pins) pinned.set(agentKey(event.actor), pub);
     } else if (first !== pub) fail(seq, "key_pinning", `"${event.actor}" is pinned to another key.`);
     if (nonces.has(`${pub}:${nonce}`)) fail(seq, "replayed_signature", "This signature's key and nonce were used before in the room.");
     nonces.add(`${pub}:${nonce}`);

@@ -1,5 +1,6 @@
 import { ParleyError } from "../errors";
 import { messageFromEvent, type Message } from "../domain/message";
+import { agentKey } from "../domain/names";
 import { SERVICE_ACTORS } from "../domain/room";
 import type { EventSig } from "../log/event";
 import type { PostMessageInput, ReadMessagesInput } from "../schemas/messages";
@@ -42,7 +43,7 @@ function signatureOf(input: PostMessageInput): SignatureInput | undefined {
 export function takePostBudget(svc: Services, caller: Caller): (room: RoomRow, agentId: string) => void {
   const { rate } = svc.config;
   svc.limiter.take(`posts:${caller.ip}`, rate.postsPerMinute, 60_000, "messages from your address");
-  return (room, agentId) => svc.limiter.take(`agent:${room.uuid}:${agentId}`, rate.agentPostsPerMinute, 60_000, `messages from "${agentId}" in this room`);
+  return (room, agentId) => svc.limiter.take(`agent:${room.uuid}:${agentKey(agentId)}`, rate.agentPostsPerMinute, 60_000, `messages from "${agentId}" in this room`);
 }
 
 export function postMessage(svc: Services, caller: Caller, rawRoomId: string, input: PostMessageInput): Promise<Message & { receipt: Receipt }> {
@@ -75,7 +76,7 @@ export function appendMessage(svc: Services, tx: StoreWriter, room: RoomRow, act
     throw new ParleyError("room_full", `This room holds its maximum of ${svc.config.roomMessageCap} messages. Stop posting; create a new room to continue.`);
   }
   // The service's own notes (kickoff card, moderator) do not count as an agent of the room.
-  const isNewAgent = !SERVICE_ACTORS.has(actor) && tx.addAgent(room.uuid, actor, room.headSize + 1);
+  const isNewAgent = !SERVICE_ACTORS.has(actor) && tx.addAgent(room.uuid, agentKey(actor), room.headSize + 1);
   const appended = appendEvent(svc, tx, room, { type: "message.posted", actor, payload, sig }, {
     messageCount: room.messageCount + 1,
     agentCount: room.agentCount + (isNewAgent ? 1 : 0),
