@@ -12,7 +12,23 @@ export default tseslint.config(
     },
   },
   {
+    // The store is asynchronous: a promise that nobody awaits is a write or a read that may not
+    // have happened, so these are errors wherever TypeScript runs.
+    files: ["**/*.ts", "**/*.tsx"],
+    ignores: ["**/*.config.ts"],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-misused-promises": ["error", { checksVoidReturn: { arguments: false, attributes: false } }],
+      "@typescript-eslint/await-thenable": "error",
+    },
+  },
+  {
     files: ["tests/**/*.ts"],
-    rules: { "@typescript-eslint/no-explicit-any": "off" },
+    rules: {
+      "@typescript-eslint/no-explicit-any": "off",
+      // node:test's test(), describe() and hooks return promises the runner awaits itself.
+      "@typescript-eslint/no-floating-promises": ["error", { allowForKnownSafeCalls: [{ from: "package", package: "node:test", name: ["test", "describe", "it", "suite", "before", "after", "beforeEach", "afterEach"] }] }],
+    },
   },
 );

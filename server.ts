@@ -15,11 +15,14 @@ import { StallWatch } from "./lib/realtime/stalls";
 import { setServices } from "./lib/runtime";
 import { createServices, limitRequest } from "./lib/services";
 import type { Clock, Services } from "./lib/services/context";
-import { roomIsExpired, sweepExpiredRooms } from "./lib/services/rooms";
+import { roomIsExpired } from "./lib/services/access";
+import { sweepExpiredRooms } from "./lib/services/rooms";
 import { sweepBoards } from "./lib/services/tasks";
 import { sweepTurns } from "./lib/services/turns";
 import { loadOrCreateServerKey } from "./lib/services/server-key";
+import { openPgStore } from "./lib/store/pg";
 import { openSqliteStore } from "./lib/store/sqlite";
+import { listenForCommits } from "./lib/realtime/pg-listen";
 
 const ROOT = path.dirname(fileURLToPath(import.meta.url));
 const API_PATHS = /^\/(api(\/|$)|mcp(\/|$)|skill(\/|$)|parley-skill\.tar\.gz$|health$|metrics$|openapi\.json$|docs$|agents\.md$|llms\.txt$|\.well-known\/)/;
@@ -142,13 +145,41 @@ function answerWithStatus(res: http.ServerResponse, status: number): void {
   res.writeHead = ((code: number, ...rest: unknown[]) => writeHead(code === 200 ? status : code, ...rest)) as typeof res.writeHead;
 }
 
+/**
+ * Background work on a timer: one run at a time in this process and, while it holds the job's lease,
+ * on one instance of the fleet (a crashed holder's lease runs out after three intervals and another
+ * instance takes over). Each piece of work is also safe to run twice: it re-checks under the room's
+ * lock, so a lease that changes hands mid-run costs a wasted query, never a double event.
+ */
+function every(svc: Services, name: string, intervalMs: number, work: () => Promise<unknown>): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = (async () => {
+      if (!(await svc.store.jobs.leaseJob(name, svc.instanceId, intervalMs * 3, Date.now()))) return;
+      await work();
+    })()
+      .catch((err: unknown) => console.error(`${name}:`, err instanceof ParleyError ? err.detail : err))
+      .finally(() => (running = undefined));
+  }, intervalMs);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await running;
+  };
+}
+
 /** One process, one port: Hono for the API and agent surface, Next.js for the pages. */
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
   const config = options.config ?? loadConfig();
-  const store = openSqliteStore(config.dataDir);
-  const key = loadOrCreateServerKey(config.keyFile, config.keyName);
+  const store = config.databaseUrl ? await openPgStore(config.databaseUrl, { maxConnections: config.dbPoolSize }) : openSqliteStore(config.dataDir);
+  const key = loadOrCreateServerKey(config.keyFile, config.keyName, config.keySeedHex);
   const svc = createServices(config, store, key, options.clock);
   setServices(svc);
+  // Other instances' commits wake this one's readers (PostgreSQL only: SQLite is one process).
+  const commits = config.databaseUrl
+    ? await listenForCommits(config.databaseUrl, svc.notifier, async (room) => (await svc.store.getRoom(room))?.headSize, options.quiet ? () => {} : undefined)
+    : undefined;
   const api = getRequestListener(createApiApp(svc).fetch, {
     // HTTP/1.0 may come without a Host (HTTP/1.1 without one is answered below).
     hostname: "localhost",
@@ -197,20 +228,24 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
         (ROOM_PATH.test(url.pathname) && wantsMarkdown(url.searchParams.get("format"), req.headers.accept)) ||
         !pages;
       if (toApi) return void api(req, res);
-      servePage(req, res, url);
+      servePage(req, res, url).catch((err: unknown) => {
+        console.error("page:", err);
+        if (!res.headersSent) answerError(res, 500, "internal_error", "Something went wrong on the server; try again later.");
+      });
     },
   );
   server.on("clientError", onClientError);
   server.keepAliveTimeout = 65_000;
 
   /** A page: the general request budget of its client, then Next.js with the pages' headers. */
-  function servePage(req: http.IncomingMessage, res: http.ServerResponse, url: URL): void {
+  async function servePage(req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<void> {
     const ip = clientAddress(req.socket.remoteAddress ?? "unknown", [req.headers["x-forwarded-for"] ?? []].flat().join(","), config.trustProxy);
     if (!STATIC_ASSETS.test(url.pathname)) {
       try {
-        limitRequest(svc, ip);
+        await limitRequest(svc, ip);
       } catch (err) {
-        if (err instanceof ParleyError) return answerPageLimited(res, err);
+        if (err instanceof ParleyError && err.code === "rate_limited") return answerPageLimited(res, err);
+        if (err instanceof ParleyError) return answerError(res, err.status, err.code, err.detail);
         throw err;
       }
     }
@@ -219,7 +254,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     if (roomPath) {
       res.setHeader("Vary", "Accept");
       // Next.js cannot answer 410 from a page; the watcher's "expired" page gets it here.
-      if (roomIsExpired(svc, roomPath[1]!)) answerWithStatus(res, 410);
+      if (await roomIsExpired(svc, roomPath[1]!).catch(() => false)) answerWithStatus(res, 410);
     }
     const nonce = crypto.randomBytes(16).toString("base64");
     const headers = pageSecurityHeaders(nonce);
@@ -229,25 +264,13 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     void pages!(req, res);
   }
 
-  const sweeper = setInterval(() => {
-    try {
-      sweepExpiredRooms(svc);
-      sweepBoards(svc); // task board: lost agents and leases that ran out
-      svc.limiter.prune();
-    } catch (err) {
-      console.error("sweeper:", err);
-    }
-  }, config.sweepIntervalMs);
-  sweeper.unref();
+  const stopSweeper = every(svc, "sweeper", config.sweepIntervalMs, async () => {
+    await sweepExpiredRooms(svc);
+    await sweepBoards(svc); // task board: lost agents and leases that ran out
+    await svc.limiter.prune();
+  });
   // Turn timeouts are seconds apart, so their timer is finer (an indexed query for due turns).
-  const turnTimer = setInterval(() => {
-    try {
-      sweepTurns(svc);
-    } catch (err) {
-      console.error("turn timer:", err);
-    }
-  }, config.turnSweepIntervalMs);
-  turnTimer.unref();
+  const stopTurnTimer = every(svc, "turn-timer", config.turnSweepIntervalMs, () => sweepTurns(svc));
   // Premium rooms extract in the background (SPEC 5.3).
   const arbiter = arbiterOf(svc);
   arbiter.start();
@@ -262,13 +285,13 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     server,
     stalls,
     async close() {
-      clearInterval(sweeper);
-      clearInterval(turnTimer);
+      await Promise.all([stopSweeper(), stopTurnTimer()]);
       stalls.stop();
       await arbiter.stop();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      store.close();
+      await commits?.close();
+      await store.close();
     },
   };
 }
@@ -276,7 +299,9 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
   try {
     const running = await startServer();
-    console.log(`Parley listening on ${running.svc.config.publicUrl ?? running.url} (data in ${running.svc.config.dataDir})`);
+    const { config } = running.svc;
+    const data = config.databaseUrl ? `PostgreSQL at ${new URL(config.databaseUrl).host}` : `data in ${config.dataDir}`;
+    console.log(`Parley listening on ${config.publicUrl ?? running.url} (${data})`);
     const originNote = originWarning(running.svc.config);
     if (originNote) console.warn(originNote);
     const stop = () => void running.close().then(() => process.exit(0));

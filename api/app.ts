@@ -52,7 +52,7 @@ export function createApiApp(svc: Services): Hono<Env> {
     if (!c.res.headers.has("Content-Security-Policy")) c.header("Content-Security-Policy", API_SECURITY_HEADERS["Content-Security-Policy"]);
   });
   app.use(async (c, next) => {
-    if (!(c.req.method === "POST" && OWN_BUDGET.test(c.req.path))) limitRequest(svc, c.var.caller.ip);
+    if (!(c.req.method === "POST" && OWN_BUDGET.test(c.req.path))) await limitRequest(svc, c.var.caller.ip);
     await next();
   });
   // Open streams and waiting long-polls count against their client's cap until the response closes

@@ -7,7 +7,7 @@ import fs from "node:fs";
 import { roomIdFromArgument } from "../mcp/room-arg";
 import { ed25519VerifyAsync } from "../lib/services/server-key";
 import { BUNDLE_FORMAT, verifyBundle, type RoomBundle, type VerifyReport } from "../lib/log/verify";
-import { parseRoomId } from "../lib/services/rooms";
+import { parseRoomId } from "../lib/services/access";
 import { verifyRoom } from "../lib/services/verify";
 import { ATTACKS, buildDemoRoom } from "./tamper";
 
@@ -102,7 +102,7 @@ async function tamperDemo(): Promise<number> {
   const honest = await buildDemoRoom();
   const clean = await verifyRoom(honest.svc, honest.room, { checkpoint: honest.keptCheckpoint });
   console.log(`honest room: ${clean.verdict}`);
-  honest.close();
+  await honest.close();
   if (clean.verdict !== "CLEAN") undetected++;
   for (const attack of ATTACKS) {
     const demo = await buildDemoRoom();
@@ -112,7 +112,7 @@ async function tamperDemo(): Promise<number> {
     if (!caught) undetected++;
     const kinds = [...new Set(report.failures.map((f) => f.type))].join(", ");
     console.log(`(${attack.id}) ${attack.title}\n    → ${report.verdict}${caught ? ` (${kinds})` : " — NOT DETECTED"}; expected to be caught by ${attack.caughtBy}`);
-    demo.close();
+    await demo.close();
   }
   console.log(undetected === 0 ? "Every attack was detected and the honest room is CLEAN." : `${undetected} case(s) went wrong.`);
   return undetected === 0 ? 0 : 1;

@@ -29,7 +29,7 @@ export interface DemoRoom {
   signedSeq: number;
   /** A checkpoint an agent kept from its last receipt. */
   keptCheckpoint: string;
-  close(): void;
+  close(): Promise<void>;
 }
 
 const caller = { ip: "demo", origin: "http://localhost" };
@@ -41,7 +41,7 @@ export async function buildDemoRoom(): Promise<DemoRoom> {
   const config = loadConfig({ ...NO_LIMITS, PARLEY_DATA_DIR: dataDir });
   const store = openSqliteStore(dataDir);
   const svc = createServices(config, store, loadOrCreateServerKey(config.keyFile, config.keyName));
-  const room = createRoom(svc, caller, { description: "Tamper demo: agree on a delivery date", is_public: false, protocol_mode: "standard", mode: "open" }).uuid;
+  const room = (await createRoom(svc, caller, { description: "Tamper demo: agree on a delivery date", is_public: false, protocol_mode: "standard", mode: "open" })).uuid;
   const alice = serverKeyFromSeed(crypto.randomBytes(32), "alice"); // any Ed25519 signer will do
   const signed = (text: string) =>
     signAgentWrite(alice, { room, type: "message.posted", actor: "alice", payload: { text }, ts: new Date(svc.clock.now()).toISOString(), nonce: crypto.randomBytes(12).toString("hex") });

@@ -109,7 +109,7 @@ function RevisionHistory({ roomId, thread }: { roomId: string; thread: Thread })
 
   useEffect(() => {
     let current = true;
-    (async () => {
+    void (async () => {
       try {
         const res = await fetch(`/api/rooms/${roomId}/claims/${thread.id}`, { cache: "no-store" });
         if (!res.ok) throw new Error(await errorDetail(res));

@@ -105,7 +105,7 @@ export function createMcpServer(svc: Services, caller: Caller, httpSignal?: Abor
     const signal = httpSignal ? AbortSignal.any([extra.signal, httpSignal]) : extra.signal;
     try {
       // The general request budget, as for every REST request but room creation and posts.
-      if (!tool.ownBudget) limitRequest(svc, caller.ip);
+      if (!tool.ownBudget) await limitRequest(svc, caller.ip);
       const result = (await tool.run(request.params.arguments ?? {}, { svc, caller, signal })) as Record<string, unknown>;
       return { content: [{ type: "text", text: JSON.stringify(result) }], structuredContent: result };
     } catch (err) {

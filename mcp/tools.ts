@@ -156,8 +156,8 @@ export const TOOLS: ToolDef[] = [
     }),
     output: createdRoom,
     ownBudget: true,
-    run(args, { svc, caller }) {
-      const { receipt: _receipt, ...created } = createRoom(svc, caller, parse(createRoomBody, args));
+    async run(args, { svc, caller }) {
+      const { receipt: _receipt, ...created } = await createRoom(svc, caller, parse(createRoomBody, args));
       return created;
     },
   },
@@ -342,13 +342,13 @@ export const TOOLS: ToolDef[] = [
     annotations: WRITES,
     input: roomAnd(claimTaskBody, { task_id: idNumber.optional() }),
     output: z.object({ task: taskOutput.nullable(), lease_token: z.string().optional() }),
-    run(args, ctx) {
+    async run(args, ctx) {
       const roomId = roomArg(args);
       const { room: _room, task_id: taskId, ...body } = args;
       const claimed =
         taskId === undefined
-          ? claimNextTask(ctx.svc, roomId, parse(claimNextBody, body))
-          : claimTask(ctx.svc, roomId, idArg(args, "task_id"), parse(claimTaskBody, body));
+          ? await claimNextTask(ctx.svc, roomId, parse(claimNextBody, body))
+          : await claimTask(ctx.svc, roomId, idArg(args, "task_id"), parse(claimTaskBody, body));
       return claimed.task === null ? { task: null } : { task: claimed.task, lease_token: claimed.lease_token };
     },
   },

@@ -21,18 +21,18 @@ export function integrityRoutes(app: App, svc: Services): void {
   });
 
   doc({ method: "get", path: "/api/rooms/:id/checkpoint", tag: "integrity", summary: "The latest signed checkpoint (C2SP signed note)", produces: "text/plain" });
-  app.get("/api/rooms/:id/checkpoint", (c) => c.body(latestCheckpoint(svc, c.req.param("id")), 200, { "Content-Type": "text/plain; charset=utf-8" }));
+  app.get("/api/rooms/:id/checkpoint", async (c) => c.body(await latestCheckpoint(svc, c.req.param("id")), 200, { "Content-Type": "text/plain; charset=utf-8" }));
 
   doc({ method: "get", path: "/api/rooms/:id/proof/inclusion", tag: "integrity", summary: "RFC 9162 inclusion proof of event seq in the tree of size events", query: inclusionQuery, response: inclusionProof });
-  app.get("/api/rooms/:id/proof/inclusion", (c) => {
+  app.get("/api/rooms/:id/proof/inclusion", async (c) => {
     const q = queryOf(c, inclusionQuery);
-    return c.json(inclusionProofFor(svc, c.req.param("id"), q.seq, q.size));
+    return c.json(await inclusionProofFor(svc, c.req.param("id"), q.seq, q.size));
   });
 
   doc({ method: "get", path: "/api/rooms/:id/proof/consistency", tag: "integrity", summary: "RFC 9162 consistency proof between two tree sizes", query: consistencyQuery, response: consistencyProof });
-  app.get("/api/rooms/:id/proof/consistency", (c) => {
+  app.get("/api/rooms/:id/proof/consistency", async (c) => {
     const q = queryOf(c, consistencyQuery);
-    return c.json(consistencyProofFor(svc, c.req.param("id"), q.from, q.to));
+    return c.json(await consistencyProofFor(svc, c.req.param("id"), q.from, q.to));
   });
 
   doc({ method: "get", path: "/api/rooms/:id/export", tag: "integrity", summary: "The room bundle: events, checkpoints, projections; input of the offline verifier", response: z.object({ format: z.literal(BUNDLE_FORMAT) }).passthrough() });
@@ -40,7 +40,7 @@ export function integrityRoutes(app: App, svc: Services): void {
   // held until the response has closed, however it ends.
   app.get("/api/rooms/:id/export", (c) =>
     holdUntilClosed(c, holdExport(svc), async () => {
-      const { room, body } = exportStream(svc, c.req.param("id"));
+      const { room, body } = await exportStream(svc, c.req.param("id"));
       return c.body(body, 200, { "Content-Type": "application/json", "Content-Disposition": `attachment; filename="parley-room-${room}.json"` });
     }),
   );

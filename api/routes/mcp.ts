@@ -71,19 +71,19 @@ export function mcpRoutes(app: App, svc: Services): void {
     try {
       body = JSON.parse(await c.req.text());
     } catch {
-      limitRequest(svc, c.var.caller.ip);
+      await limitRequest(svc, c.var.caller.ip);
       return c.json(rpcError(-32700, "Parse error: the body is not JSON. POST one JSON-RPC message with Content-Type: application/json."), 400);
     }
     // Protocols since 2025-06-18 have no batches: one message, one price (a batch of 100 tools/list
     // would cost one request token and answer megabytes).
     if (Array.isArray(body)) {
-      limitRequest(svc, c.var.caller.ip);
+      await limitRequest(svc, c.var.caller.ip);
       return c.json(rpcError(-32600, "Invalid Request: JSON-RPC batches are not supported (MCP 2025-06-18 and later have none). POST one JSON-RPC message per request."), 400);
     }
     // A tools/call takes from the same budgets as the REST route it stands for (mcp/tools.ts);
     // anything else (initialize, tools/list, notifications) from the general request budget.
     const tool = toolCalled(body);
-    if (!(tool && TOOLS_BY_NAME.has(tool))) limitRequest(svc, c.var.caller.ip);
+    if (!(tool && TOOLS_BY_NAME.has(tool))) await limitRequest(svc, c.var.caller.ip);
     const release = holdFor(svc, c.var.caller.ip, body);
     return release ? holdUntilClosed(c, release, () => answer(c, svc, body)) : answer(c, svc, body);
   });

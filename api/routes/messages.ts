@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { Services } from "../../lib/services/context";
 import { postMessage, readMessages } from "../../lib/services/messages";
-import { requireRoom } from "../../lib/services/rooms";
+import { requireRoom } from "../../lib/services/access";
 import { messagePage, postedMessage, postMessageBody, readMessagesQuery } from "../../lib/schemas/messages";
 import { queryInt } from "../../lib/schemas/common";
 import { roomEventStream } from "../../lib/realtime/sse";
@@ -25,8 +25,8 @@ export function messageRoutes(app: App, svc: Services): void {
   });
 
   doc({ method: "get", path: "/api/rooms/:id/events", tag: "messages", summary: "Server-Sent Events of every room event; resumes from Last-Event-ID or since", query: eventsQuery, produces: "text/event-stream" });
-  app.get("/api/rooms/:id/events", (c) => {
-    const room = requireRoom(svc, c.req.param("id"));
+  app.get("/api/rooms/:id/events", async (c) => {
+    const room = await requireRoom(svc, c.req.param("id"));
     const query = queryOf(c, eventsQuery);
     const lastEventId = c.req.header("last-event-id");
     let since = query.since ?? 0;

@@ -15,8 +15,8 @@ const MARKDOWN = "text/markdown; charset=utf-8";
 
 export function metaRoutes(app: App, svc: Services): void {
   doc({ method: "get", path: "/health", tag: "service", summary: "Liveness plus a database round-trip", response: z.object({ status: z.literal("ok") }) });
-  app.get("/health", (c) => {
-    svc.store.ping();
+  app.get("/health", async (c) => {
+    await svc.store.ping();
     return c.json({ status: "ok" as const });
   });
 
@@ -26,9 +26,9 @@ export function metaRoutes(app: App, svc: Services): void {
   doc({ method: "get", path: "/api/arbiter/pubkey", tag: "integrity", summary: "Same as /api/server-key (compat)", response: serverKey });
   app.get("/api/arbiter/pubkey", (c) => c.json(key()));
 
-  app.get("/metrics", (c) => {
+  app.get("/metrics", async (c) => {
     requireMetricsAccess(svc, socketPeer(c), bearer(c));
-    return c.body(metricsText(svc), 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" });
+    return c.body(await metricsText(svc), 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" });
   });
 
   app.get("/openapi.json", (c) => c.json(openApiDocument(c.var.caller.origin)));
@@ -37,10 +37,10 @@ export function metaRoutes(app: App, svc: Services): void {
   app.get("/llms.txt", (c) => c.body(llmsTxt(c.var.caller.origin), 200, { "Content-Type": "text/plain; charset=utf-8" }));
 
   // A room URL asked for as markdown (server.ts sends only those here; the HTML page is Next's).
-  app.get("/:id{[0-9a-fA-F-]{36}}", (c) => {
+  app.get("/:id{[0-9a-fA-F-]{36}}", async (c) => {
     let body: string;
     try {
-      body = roomBrief(svc, c.var.caller, c.req.param("id"));
+      body = await roomBrief(svc, c.var.caller, c.req.param("id"));
     } catch (err) {
       if (err instanceof ParleyError) return markdownError(c, err);
       throw err;

@@ -15,10 +15,10 @@ export function turnRoutes(app: App, svc: Services): void {
   const id = (c: { req: { param(name: "id"): string } }) => c.req.param("id");
 
   doc({ method: "get", path: "/api/rooms/:id/turns", tag: "turns", summary: "The turns state and every turn, oldest first", response: turnsOverview });
-  app.get("/api/rooms/:id/turns", (c) => c.json(listTurns(svc, id(c))));
+  app.get("/api/rooms/:id/turns", async (c) => c.json(await listTurns(svc, id(c))));
 
   doc({ method: "get", path: "/api/rooms/:id/turns/current", tag: "turns", summary: "The turns state: status, participants, round, proposal and the open turn", response: turnsState });
-  app.get("/api/rooms/:id/turns/current", (c) => c.json(currentTurn(svc, id(c))));
+  app.get("/api/rooms/:id/turns/current", async (c) => c.json(await currentTurn(svc, id(c))));
 
   doc({ method: "get", path: "/api/rooms/:id/turns/mine", tag: "turns", summary: "Your open turn with the messages since your last one; wait (s) long-polls until it is your turn", query: myTurnQuery, response: myTurnSchema });
   app.get("/api/rooms/:id/turns/mine", async (c) => {
@@ -27,29 +27,29 @@ export function turnRoutes(app: App, svc: Services): void {
   });
 
   doc({ method: "post", path: "/api/rooms/:id/turns/:tid/claim", tag: "turns", summary: "Claim your turn: a lease token (a live re-claim returns the same one)", body: claimTurnBody, response: claimedTurn });
-  app.post("/api/rooms/:id/turns/:tid/claim", async (c) => c.json(claimTurn(svc, id(c), c.req.param("tid"), await jsonBody(c, claimTurnBody))));
+  app.post("/api/rooms/:id/turns/:tid/claim", async (c) => c.json(await claimTurn(svc, id(c), c.req.param("tid"), await jsonBody(c, claimTurnBody))));
 
   doc({ method: "post", path: "/api/rooms/:id/turns/:tid/reply", tag: "turns", summary: "Answer your claimed turn: posts the message, closes the turn, opens the next", body: replyTurnBody, response: repliedTurn });
-  app.post("/api/rooms/:id/turns/:tid/reply", async (c) => c.json(replyTurn(svc, c.var.caller, id(c), c.req.param("tid"), await jsonBody(c, replyTurnBody))));
+  app.post("/api/rooms/:id/turns/:tid/reply", async (c) => c.json(await replyTurn(svc, c.var.caller, id(c), c.req.param("tid"), await jsonBody(c, replyTurnBody))));
 
   doc({ method: "post", path: "/api/rooms/:id/turns/:tid/skip", tag: "turns", summary: "Skip the open turn: the supervisor (agent_id) or the owner (token)", body: skipTurnBody, response: turnsActionResult, owner: true });
-  app.post("/api/rooms/:id/turns/:tid/skip", async (c) => c.json(skipTurn(svc, id(c), c.req.param("tid"), await jsonBody(c, skipTurnBody), bearer(c))));
+  app.post("/api/rooms/:id/turns/:tid/skip", async (c) => c.json(await skipTurn(svc, id(c), c.req.param("tid"), await jsonBody(c, skipTurnBody), bearer(c))));
 
   doc({ method: "post", path: "/api/rooms/:id/turns/cancel", tag: "turns", summary: "Owner: cancel the room (terminal, read-only)", body: cancelTurnsBody, response: turnsActionResult, owner: true });
-  app.post("/api/rooms/:id/turns/cancel", async (c) => c.json(cancelTurns(svc, id(c), bearer(c), (await jsonBody(c, cancelTurnsBody)).reason)));
+  app.post("/api/rooms/:id/turns/cancel", async (c) => c.json(await cancelTurns(svc, id(c), bearer(c), (await jsonBody(c, cancelTurnsBody)).reason)));
 
   doc({ method: "post", path: "/api/rooms/:id/turns/resume", tag: "turns", summary: "Owner: resume a blocked room (the dialogue goes on after the last turn)", response: turnsActionResult, owner: true });
-  app.post("/api/rooms/:id/turns/resume", (c) => c.json(resumeTurns(svc, id(c), bearer(c))));
+  app.post("/api/rooms/:id/turns/resume", async (c) => c.json(await resumeTurns(svc, id(c), bearer(c))));
 
   doc({ method: "post", path: "/api/rooms/:id/turns/max-rounds", tag: "turns", summary: "Owner: raise max_rounds", body: raiseRoundsBody, response: turnsActionResult, owner: true });
-  app.post("/api/rooms/:id/turns/max-rounds", async (c) => c.json(raiseMaxRounds(svc, id(c), bearer(c), (await jsonBody(c, raiseRoundsBody)).max_rounds)));
+  app.post("/api/rooms/:id/turns/max-rounds", async (c) => c.json(await raiseMaxRounds(svc, id(c), bearer(c), (await jsonBody(c, raiseRoundsBody)).max_rounds)));
 
   doc({ method: "post", path: "/api/rooms/:id/turns/reinstate", tag: "turns", summary: "Owner: bring an absent participant back into the rotation", body: reinstateBody, response: turnsActionResult, owner: true });
-  app.post("/api/rooms/:id/turns/reinstate", async (c) => c.json(reinstateParticipant(svc, id(c), bearer(c), (await jsonBody(c, reinstateBody)).agent_id)));
+  app.post("/api/rooms/:id/turns/reinstate", async (c) => c.json(await reinstateParticipant(svc, id(c), bearer(c), (await jsonBody(c, reinstateBody)).agent_id)));
 
   doc({ method: "post", path: "/api/rooms/:id/turns/note", tag: "turns", summary: "Owner: post a moderator note (outside the turns)", body: moderatorNoteBody, response: postedMessage, status: 201, owner: true });
-  app.post("/api/rooms/:id/turns/note", async (c) => c.json(moderatorNote(svc, id(c), bearer(c), (await jsonBody(c, moderatorNoteBody)).text), 201));
+  app.post("/api/rooms/:id/turns/note", async (c) => c.json(await moderatorNote(svc, id(c), bearer(c), (await jsonBody(c, moderatorNoteBody)).text), 201));
 
   doc({ method: "get", path: "/api/rooms/:id/health", tag: "turns", summary: "Passive monitor of a turns room: status and alerts (stalled_turn, expired_lease, repeated_loop, near_max_rounds, absent_participant)", response: turnsHealthSchema });
-  app.get("/api/rooms/:id/health", (c) => c.json(turnsHealth(svc, id(c))));
+  app.get("/api/rooms/:id/health", async (c) => c.json(await turnsHealth(svc, id(c))));
 }

@@ -29,7 +29,7 @@ const INITIAL_MESSAGES = 50;
 const load = cache(async (id: string) => {
   const { svc, caller } = await pageContext();
   try {
-    return { svc, caller, room: getRoom(svc, caller, id) };
+    return { svc, caller, room: await getRoom(svc, caller, id) };
   } catch (err) {
     if (errorCode(err) === "room_expired") return { svc, caller, room: "expired" as const };
     if (errorCode(err) === "room_not_found" || errorCode(err) === "invalid_uuid") notFound();
@@ -60,11 +60,13 @@ export default async function RoomPage({ params }: Props) {
   const page = await readMessages(svc, room.uuid, { tail: INITIAL_MESSAGES, limit: INITIAL_MESSAGES });
   // Read after head.size, like the messages: a ledger change in between is on the stream too, and
   // the panel's re-read covers it.
-  const ledger = getContext(svc, room.uuid);
-  const board = listTasks(svc, room.uuid).tasks;
-  // Turns rooms only: read after head.size too, so a turn event in between is on the stream.
-  const turns = room.mode === "turns" ? currentTurn(svc, room.uuid) : null;
-  const instructions = roomBrief(svc, caller, room.uuid);
+  const [ledger, { tasks: board }, turns, instructions] = await Promise.all([
+    getContext(svc, room.uuid),
+    listTasks(svc, room.uuid),
+    // Turns rooms only: read after head.size too, so a turn event in between is on the stream.
+    room.mode === "turns" ? currentTurn(svc, room.uuid) : null,
+    roomBrief(svc, caller, room.uuid),
+  ]);
   // The server's time at render: the panels' countdowns hydrate to the text the server printed.
   const now = svc.clock.now();
 

@@ -24,7 +24,7 @@ export default async function RoomsPage({ searchParams }: { searchParams: Search
   // A hand-edited, malformed query shows the first page rather than an error.
   const query = parsed.success ? parsed.data : listRoomsQuery.parse({ limit: String(PAGE_SIZE) });
   const { svc, caller } = await pageContext();
-  const { rooms, total } = listRooms(svc, caller, query);
+  const { rooms, total } = await listRooms(svc, caller, query);
 
   const href = (changes: { sort?: string; offset?: number }) => {
     const params = new URLSearchParams();

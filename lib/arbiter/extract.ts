@@ -16,7 +16,7 @@ import type { ArbiterOutput } from "../schemas/arbiter";
 import { applyExtraction, recordExtractionError, skipPoisonMessage } from "../services/arbiter-apply";
 import type { Services } from "../services/context";
 import { messageFromRow } from "../services/messages";
-import { requireRoom } from "../services/rooms";
+import { requireRoom } from "../services/access";
 import { readAnswer, type ModelAnswer } from "./answer";
 import { Aborted, LlmError, type ChatMessage, type LlmProvider } from "./client";
 import { composePrompt, correctionPrompt, type Prompt } from "./prompt";
@@ -82,10 +82,10 @@ export function quoteFits(quote: string, text: string): boolean {
 }
 
 /** Every message of the room after `since`, oldest first. */
-function messagesAfter(svc: Services, room: string, since: number): Message[] {
+async function messagesAfter(svc: Services, room: string, since: number): Promise<Message[]> {
   const out: Message[] = [];
   for (let cursor = since; ; ) {
-    const rows = svc.store.listMessages(room, cursor, PAGE);
+    const rows = await svc.store.listMessages(room, cursor, PAGE);
     out.push(...rows.map(messageFromRow));
     if (rows.length < PAGE) return out;
     cursor = rows.at(-1)!.seq;
@@ -93,10 +93,10 @@ function messagesAfter(svc: Services, room: string, since: number): Message[] {
 }
 
 /** Up to `count` messages just before message `before`, oldest first (ids are event seqs, so sparse). */
-function messagesBefore(svc: Services, room: string, before: number, count: number): Message[] {
+async function messagesBefore(svc: Services, room: string, before: number, count: number): Promise<Message[]> {
   for (let span = 64; ; span *= 4) {
     const since = Math.max(0, before - 1 - span);
-    const rows = svc.store.listMessages(room, since, before - 1 - since).filter((r) => r.seq < before);
+    const rows = (await svc.store.listMessages(room, since, before - 1 - since)).filter((r) => r.seq < before);
     if (rows.length >= count || since === 0) return rows.slice(-count).map(messageFromRow);
   }
 }
@@ -202,12 +202,12 @@ class Run {
   /** Extracts from the first messages of `fresh` that fit one prompt; returns how many it consumed. */
   async processSome(fresh: Message[], context: Message[]): Promise<number> {
     const { config } = this.deps;
-    const threads = this.svc.store.listThreads(this.room);
+    const threads = await this.svc.store.listThreads(this.room);
     const prompt = composePrompt(fresh, context, threads, { tokenBudget: config.tokenBudget, batchMessages: config.batchMessages, contextMessages: CONTEXT_MESSAGES });
     const batch = fresh.slice(0, prompt.included);
     let result = await this.askWithRetries(prompt);
     if (result.ok) {
-      this.apply(batch, result.answer);
+      await this.apply(batch, result.answer);
       return batch.length;
     }
     if (batch.length > 1) {
@@ -220,7 +220,7 @@ class Run {
       await sleep(backoff(config.backoffMs, attempt), this.deps.signal);
       result = await this.askWithRetries(prompt);
       if (result.ok) {
-        this.apply(batch, result.answer);
+        await this.apply(batch, result.answer);
         return 1;
       }
     }
@@ -228,7 +228,7 @@ class Run {
     // Before blaming the message, make sure the provider can answer anything at all: a wrong
     // model name or an unsupported parameter fails every request, and must not skip every message.
     if (!this.answered && !(await this.probe(msg))) throw new Outage(result.reason, config.retries + 1);
-    skipPoisonMessage(this.svc, this.room, msg.id, `Message ${msg.id} was skipped by the arbiter: ${result.reason} (${config.retries + 1} attempts).`, this.takeDebt());
+    await skipPoisonMessage(this.svc, this.room, msg.id, `Message ${msg.id} was skipped by the arbiter: ${result.reason} (${config.retries + 1} attempts).`, this.takeDebt());
     this.summary.failed_messages.push(msg.id);
     return 1;
   }
@@ -239,10 +239,10 @@ class Run {
    * proposal that opened a thread looks like an update of that thread), so items are keyed by
    * their source message, whatever their kind.
    */
-  private extractedMessages(): Set<number> {
+  private async extractedMessages(): Promise<Set<number>> {
     const done = new Set<number>();
-    for (const r of this.svc.store.listRevisions(this.room)) if (r.via === "arbiter" && r.source_msg_id !== null) done.add(r.source_msg_id);
-    for (const d of this.svc.store.listDiscrepancies(this.room)) if (d.recorded_by === "arbiter" && d.source_msg_id !== null) done.add(d.source_msg_id);
+    for (const r of await this.svc.store.listRevisions(this.room)) if (r.via === "arbiter" && r.source_msg_id !== null) done.add(r.source_msg_id);
+    for (const d of await this.svc.store.listDiscrepancies(this.room)) if (d.recorded_by === "arbiter" && d.source_msg_id !== null) done.add(d.source_msg_id);
     return done;
   }
 
@@ -252,11 +252,11 @@ class Run {
    * step (a "phase") once those threads exist, so the batch is applied in message order, in as
    * many transactions as it has such messages plus one.
    */
-  apply(batch: Message[], answer: ModelAnswer): void {
+  async apply(batch: Message[], answer: ModelAnswer): Promise<void> {
     this.summary.batches++;
     for (const d of answer.dropped) this.skip("malformed item", d);
     const byId = new Map(batch.map((m) => [m.id, m]));
-    const done = this.extractedMessages();
+    const done = await this.extractedMessages();
     const fromDone = (id: number, label: string) => {
       if (!done.has(id)) return false;
       this.skip(label, `message ${id} was already extracted`);
@@ -284,11 +284,12 @@ class Run {
       phases.at(-1)!.push(m);
     }
     const bySource = <T extends { source_msg_id: number }>(a: T, b: T) => a.source_msg_id - b.source_msg_id;
-    phases.forEach((phase, index) => {
+    for (const [index, phase] of phases.entries()) {
       const ids = new Set(phase.map((m) => m.id));
       // Items naming a message outside the batch go with the first phase, where applyExtraction refuses them.
       const mine = (x: { source_msg_id: number }) => ids.has(x.source_msg_id) || (index === 0 && !byId.has(x.source_msg_id));
-      const resolve = (key: string) => this.svc.store.listThreads(this.room).find((t) => t.subject_key === subjectKey(key) && t.status !== "cancelled");
+      const open = (await this.svc.store.listThreads(this.room)).filter((t) => t.status !== "cancelled");
+      const resolve = (key: string) => open.find((t) => t.subject_key === subjectKey(key));
       const resolvedRevisions: ArbiterOutput["revisions"] = [];
       for (const { subject_key, ...r } of keyedRevisions.filter(mine)) {
         const t = resolve(subject_key);
@@ -304,10 +305,10 @@ class Run {
         revisions: [...revisions.filter(mine), ...resolvedRevisions].sort(bySource),
         discrepancies: [...output.discrepancies.filter(mine), ...resolvedDiscrepancies].sort(bySource),
       };
-      const result = applyExtraction(this.svc, this.room, { messages: phase, output: part, ...this.takeDebt() });
+      const result = await applyExtraction(this.svc, this.room, { messages: phase, output: part, ...this.takeDebt() });
       this.summary.applied += result.applied;
       for (const s of result.skipped) this.skip(s.item, s.reason);
-    });
+    }
   }
 }
 
@@ -316,9 +317,9 @@ class Run {
  * 502 arbiter_failed on an outage, after recording the sentence as the room's last_extraction_error.
  */
 export async function extractRoom(svc: Services, rawRoomId: string, opts: { full: boolean }, deps: ExtractDeps): Promise<ExtractionSummary> {
-  const room = requireRoom(svc, rawRoomId);
+  const room = await requireRoom(svc, rawRoomId);
   const run = new Run(svc, room.uuid, deps, opts.full);
-  const fresh = messagesAfter(svc, room.uuid, opts.full ? 0 : room.arbiterWatermark);
+  const fresh = await messagesAfter(svc, room.uuid, opts.full ? 0 : room.arbiterWatermark);
   const s = run.summary;
   s.messages = fresh.length;
   s.from_msg_id = fresh[0]?.id ?? null;
@@ -326,7 +327,7 @@ export async function extractRoom(svc: Services, rawRoomId: string, opts: { full
   s.last_extracted_msg_id = room.arbiterWatermark;
   if (fresh.length === 0) return s;
 
-  let context = messagesBefore(svc, room.uuid, fresh[0]!.id, CONTEXT_MESSAGES);
+  let context = await messagesBefore(svc, room.uuid, fresh[0]!.id, CONTEXT_MESSAGES);
   try {
     for (let i = 0; i < fresh.length; ) {
       const n = await run.processSome(fresh.slice(i), context);
@@ -335,13 +336,13 @@ export async function extractRoom(svc: Services, rawRoomId: string, opts: { full
     }
   } catch (err) {
     if (!(err instanceof Outage)) throw err;
-    const at = requireRoom(svc, room.uuid).arbiterWatermark;
+    const at = (await requireRoom(svc, room.uuid)).arbiterWatermark;
     const attempts = err.attempts > 1 ? ` (${err.attempts} attempts)` : "";
     const where = at > 0 ? `The ledger reflects the chat up to message ${at}` : "No message has been extracted yet";
     const sentence = `The arbiter could not extract new messages: ${err.reason}${attempts}. ${where}; try POST /context/refresh again later.`;
-    recordExtractionError(svc, room.uuid, sentence, run.takeDebt());
+    await recordExtractionError(svc, room.uuid, sentence, run.takeDebt());
     throw new ParleyError("arbiter_failed", sentence);
   }
-  s.last_extracted_msg_id = requireRoom(svc, room.uuid).arbiterWatermark;
+  s.last_extracted_msg_id = (await requireRoom(svc, room.uuid)).arbiterWatermark;
   return s;
 }

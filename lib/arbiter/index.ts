@@ -7,11 +7,15 @@
  * run never overlaps another in the same room; appends during a run arm the next timer when it
  * ends, with the window counted from the first of them. After an outage the room is tried again
  * after a growing delay (30 s … 5 min), or sooner by POST /context/refresh.
+ *
+ * Across instances a run holds the job lease "arbiter:<room>": one extraction per room at a time in
+ * the whole fleet. A refresh waits for another instance's run; a background run leaves the room to
+ * it (that instance hears the appends too and runs again). A crashed holder's lease runs out.
  */
 import { ParleyError } from "../errors";
 import type { Services } from "../services/context";
 import { getContext } from "../services/ledger";
-import { requireOwner, requireRoom } from "../services/rooms";
+import { requireOwner, requireRoom } from "../services/access";
 import { Aborted, configuredProviders, type LlmProvider } from "./client";
 import { ROOM_GONE } from "../realtime/notifier";
 import type { ExtractionSummary } from "../schemas/arbiter-summary";
@@ -29,6 +33,12 @@ interface RoomState {
 const OUTAGE_RETRY_MS = 30_000;
 const OUTAGE_RETRY_MAX_MS = 5 * 60_000;
 const PREMIUM_CACHE_MAX = 10_000;
+/** How long a run may hold a room's lease, and how long a refresh waits for another instance's run. */
+const LEASE_TTL_MS = 10 * 60_000;
+const LEASE_POLL_MS = 200;
+
+/** Another instance is extracting this room (a background run leaves it to that one). */
+class Busy extends Error {}
 
 export class Arbiter {
   private readonly rooms = new Map<string, RoomState>();
@@ -61,26 +71,44 @@ export class Arbiter {
   }
 
   /** Runs an extraction once every earlier run of this room has finished. */
-  run(room: string, opts: { full: boolean }): Promise<ExtractionSummary> {
+  run(room: string, opts: { full: boolean; wait?: boolean }): Promise<ExtractionSummary> {
     if (this.stopped) return Promise.reject(new ParleyError("arbiter_unavailable", "The server is shutting down; try again in a moment."));
     const st = this.state(room);
     st.queued++;
-    const result = st.tail.then(() => extractRoom(this.svc, room, opts, { providers: this.providers, config: this.svc.config.arbiter, signal: this.abort.signal }));
-    st.tail = result.catch(() => undefined).finally(() => {
+    const result = st.tail.then(() =>
+      this.exclusive(room, opts.wait ?? true, () => extractRoom(this.svc, room, opts, { providers: this.providers, config: this.svc.config.arbiter, signal: this.abort.signal })),
+    );
+    st.tail = result.catch(() => undefined).finally(async () => {
       st.queued--;
-      this.afterRun(room, st);
+      await this.afterRun(room, st).catch((err: unknown) => console.error("arbiter worker:", err));
     });
     return result;
   }
 
+  /** Runs fn holding the room's lease across instances; without `wait`, Busy when another holds it. */
+  private async exclusive<T>(room: string, wait: boolean, fn: () => Promise<T>): Promise<T> {
+    const { jobs } = this.svc.store;
+    const name = `arbiter:${room}`;
+    const giveUp = Date.now() + LEASE_TTL_MS;
+    while (!(await jobs.leaseJob(name, this.svc.instanceId, LEASE_TTL_MS, Date.now()))) {
+      if (!wait || this.stopped || Date.now() > giveUp) throw new Busy();
+      await new Promise((resolve) => setTimeout(resolve, LEASE_POLL_MS));
+    }
+    try {
+      return await fn();
+    } finally {
+      await jobs.releaseJob(name, this.svc.instanceId).catch(() => {});
+    }
+  }
+
   /** Appends heard during the runs of a premium room arm its next run (whoever started this one). */
-  private afterRun(room: string, st: RoomState): void {
+  private async afterRun(room: string, st: RoomState): Promise<void> {
     try {
       if (st.queued > 0 || st.dirtyAt === undefined || this.stopped) return;
       const heardAt = st.dirtyAt;
       st.dirtyAt = undefined;
       // Messages that arrived during the run have waited since then: the window counts from there.
-      if (this.isPremium(room) && this.hasPending(room)) this.schedule(room, Math.max(0, this.svc.config.arbiter.coalesceMs - (Date.now() - heardAt)));
+      if ((await this.isPremium(room)) && (await this.hasPending(room))) this.schedule(room, Math.max(0, this.svc.config.arbiter.coalesceMs - (Date.now() - heardAt)));
     } finally {
       this.forget(room);
     }
@@ -90,18 +118,14 @@ export class Arbiter {
   start(): void {
     if (this.unsubscribe || !this.configured) return;
     this.unsubscribe = this.svc.notifier.subscribeAll((room, seq) => {
-      try {
-        this.heard(room, seq);
-      } catch (err) {
-        console.error("arbiter worker:", err);
-      }
+      this.heard(room, seq).catch((err: unknown) => console.error("arbiter worker:", err));
     });
   }
 
-  private isPremium(room: string): boolean {
+  private async isPremium(room: string): Promise<boolean> {
     let premium = this.premium.get(room);
     if (premium === undefined) {
-      const row = this.svc.store.getRoom(room);
+      const row = await this.svc.store.getRoom(room);
       if (!row) return false;
       premium = row.protocolMode === "premium";
       if (this.premium.size >= PREMIUM_CACHE_MAX) this.premium.clear();
@@ -110,9 +134,9 @@ export class Arbiter {
     return premium;
   }
 
-  /** An append to `room` (called synchronously after its commit). */
-  private heard(room: string, seq: number): void {
-    if (this.stopped || !this.isPremium(room)) return;
+  /** An append to `room` (heard after its commit, on this instance or another). */
+  private async heard(room: string, seq: number): Promise<void> {
+    if (this.stopped || (seq !== ROOM_GONE && !(await this.isPremium(room)))) return;
     const st = this.state(room);
     if (seq === ROOM_GONE) {
       // Deleted or expired: nothing more to extract.
@@ -124,7 +148,7 @@ export class Arbiter {
     }
     if (st.queued > 0) st.dirtyAt ??= Date.now();
     // The window opens with the first message to extract, not with any append (room.created, a thread opened by API).
-    else if (!st.timer && this.hasPending(room)) this.schedule(room, this.svc.config.arbiter.coalesceMs);
+    else if (!st.timer && (await this.hasPending(room))) this.schedule(room, this.svc.config.arbiter.coalesceMs);
     else this.forget(room);
   }
 
@@ -138,17 +162,17 @@ export class Arbiter {
     st.timer.unref?.();
   }
 
-  private hasPending(room: string): boolean {
-    const row = this.svc.store.getRoom(room);
-    return row !== undefined && this.svc.store.listMessages(room, row.arbiterWatermark, 1).length > 0;
+  private async hasPending(room: string): Promise<boolean> {
+    const row = await this.svc.store.getRoom(room);
+    return row !== undefined && (await this.svc.store.listMessages(room, row.arbiterWatermark, 1)).length > 0;
   }
 
   private async background(room: string): Promise<void> {
     try {
-      await this.run(room, { full: false });
+      await this.run(room, { full: false, wait: false });
       this.outages.delete(room);
     } catch (err) {
-      if (err instanceof Aborted || this.stopped) return;
+      if (err instanceof Aborted || err instanceof Busy || this.stopped) return;
       if (err instanceof ParleyError && (err.code === "room_not_found" || err.code === "room_expired")) {
         this.premium.delete(room);
         this.outages.delete(room);
@@ -158,7 +182,7 @@ export class Arbiter {
       if (!(err instanceof ParleyError && err.code === "arbiter_failed")) console.error("arbiter worker:", err);
       const outages = this.outages.get(room) ?? 0;
       this.outages.set(room, outages + 1);
-      if (this.hasPending(room)) this.schedule(room, Math.min(OUTAGE_RETRY_MAX_MS, OUTAGE_RETRY_MS * 2 ** outages));
+      if (await this.hasPending(room)) this.schedule(room, Math.min(OUTAGE_RETRY_MAX_MS, OUTAGE_RETRY_MS * 2 ** outages));
     }
   }
 
@@ -177,13 +201,9 @@ export class Arbiter {
   }
 }
 
-const arbiters = new WeakMap<Services, Arbiter>();
-
-/** The process's arbiter for these services (created on first use). */
+/** The arbiter of these services (created on first use, kept on the services). */
 export function arbiterOf(svc: Services): Arbiter {
-  let arbiter = arbiters.get(svc);
-  if (!arbiter) arbiters.set(svc, (arbiter = new Arbiter(svc)));
-  return arbiter;
+  return (svc.arbiter ??= new Arbiter(svc)) as Arbiter;
 }
 
 /**
@@ -191,12 +211,12 @@ export function arbiterOf(svc: Services): Arbiter {
  * answers with the context and what the run did. Nothing new → no LLM call.
  */
 export async function refreshContext(svc: Services, rawRoomId: string, opts: { full: boolean; bearer?: string }) {
-  const room = requireRoom(svc, rawRoomId);
+  const room = await requireRoom(svc, rawRoomId);
   const arbiter = arbiterOf(svc);
   if (!arbiter.configured) {
     throw new ParleyError("arbiter_unavailable", "No LLM arbiter is configured on this server, so the ledger is not extracted from the chat. Write threads and revisions through the /claims routes instead.");
   }
   if (opts.full) requireOwner(svc, room, opts.bearer);
   const extraction = await arbiter.run(room.uuid, { full: opts.full });
-  return { ...getContext(svc, room.uuid), extraction };
+  return { ...(await getContext(svc, room.uuid)), extraction };
 }

@@ -42,7 +42,14 @@ const schema = z.object({
   PARLEY_DATA_DIR: z.string().trim().min(1).default("./data"),
   PARLEY_PUBLIC_URL: url.optional(),
   PARLEY_ALLOWED_HOSTS: hostList.default([]),
+  PARLEY_DATABASE_URL: z
+    .string()
+    .trim()
+    .regex(/^postgres(ql)?:\/\/\S+$/, "must be a PostgreSQL URL such as postgres://user:password@host:5432/parley")
+    .optional(),
+  PARLEY_DB_POOL_SIZE: int(1, 1000).default(10),
   PARLEY_KEY_FILE: z.string().trim().min(1).optional(),
+  PARLEY_KEY: z.string().trim().regex(/^[0-9a-fA-F]{64}$/, "must be the server key's 32-byte Ed25519 seed as 64 hex digits").optional(),
   PARLEY_KEY_NAME: z.string().trim().regex(/^[^\s+]+$/, "must be one word without '+'").optional(),
   PARLEY_ADMIN_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   PARLEY_ROOM_MESSAGE_CAP: int(1, 1_000_000).default(1000),
@@ -138,10 +145,16 @@ export type Config = {
   port: number;
   host: string;
   dataDir: string;
+  /** PostgreSQL for several instances; unset: SQLite under dataDir. */
+  databaseUrl?: string;
+  /** Connections per instance to PostgreSQL. */
+  dbPoolSize: number;
   publicUrl?: string;
   /** Without publicUrl: request Hosts (besides loopback) whose origin may be printed (lib/config/origin.ts). */
   allowedHosts: string[];
   keyFile: string;
+  /** The server key given in the environment (PARLEY_KEY), instead of the key file. */
+  keySeedHex?: string;
   keyName: string;
   adminToken?: string;
   roomMessageCap: number;
@@ -188,9 +201,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port: e.PORT,
     host: e.HOST,
     dataDir,
+    databaseUrl: e.PARLEY_DATABASE_URL,
+    dbPoolSize: e.PARLEY_DB_POOL_SIZE,
     publicUrl: e.PARLEY_PUBLIC_URL,
     allowedHosts: e.PARLEY_ALLOWED_HOSTS,
     keyFile: path.resolve(e.PARLEY_KEY_FILE ?? path.join(dataDir, "server.key")),
+    keySeedHex: e.PARLEY_KEY,
     keyName: e.PARLEY_KEY_NAME ?? (e.PARLEY_PUBLIC_URL ? new URL(e.PARLEY_PUBLIC_URL).host : "localhost"),
     adminToken: e.PARLEY_ADMIN_TOKEN,
     roomMessageCap: e.PARLEY_ROOM_MESSAGE_CAP,

@@ -164,6 +164,15 @@ export const activeParticipants = (room: TurnsRoom) => room.participants.filter(
 /** The participant an agent name is (by agentKey; an exact match first, for rooms made before names compared by key). */
 export const participant = (room: TurnsRoom, agentId: string) =>
   room.participants.find((p) => p.agent_id === agentId) ?? room.participants.find((p) => sameAgent(p.agent_id, agentId));
+/**
+ * The rule of a turns room's chat: only a participant holding the claimed, unexpired open turn may
+ * post (with its reply). Why `agentId` may not post now, or null when it may.
+ */
+export function postRefusal(room: TurnsRoom, current: Turn | undefined, agentId: string, now: string): "not_participant" | "not_your_turn" | null {
+  if (!participant(room, agentId)) return "not_participant";
+  const holds = current?.status === "claimed" && sameAgent(current.agent_id, agentId) && current.lease_until !== null && current.lease_until > now;
+  return holds ? null : "not_your_turn";
+}
 export const slotOf = (room: TurnsRoom, agentId: string) => {
   const exact = room.config.participants.indexOf(agentId);
   return exact >= 0 ? exact : room.config.participants.findIndex((p) => sameAgent(p, agentId));

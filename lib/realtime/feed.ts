@@ -29,7 +29,7 @@ export class FrameCache {
   constructor(private readonly svc: Services) {}
 
   /** Frames after `since`, oldest first, at most `limit`. */
-  read(room: string, since: number, limit = 500): Frame[] {
+  async read(room: string, since: number, limit = 500): Promise<Frame[]> {
     const cached = this.rooms.get(room);
     const out: Frame[] = [];
     for (let seq = since + 1; cached && out.length < limit; seq++) {
@@ -39,7 +39,7 @@ export class FrameCache {
     }
     if (out.length === limit) return out;
     const from = out.at(-1)?.seq ?? since;
-    const rows = this.svc.store.listEvents(room, from, limit - out.length);
+    const rows = await this.svc.store.listEvents(room, from, limit - out.length);
     for (const row of rows) out.push(this.remember(room, toFrame(row)));
     return out;
   }

@@ -32,12 +32,17 @@ export class Notifier {
     for (const listener of [...set]) listener(seq);
   }
 
-  /** Resolves with true when the room passes `afterSeq`, false on timeout or abort. */
-  waitFor(room: string, afterSeq: number, headSeq: () => number, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
-    if (headSeq() > afterSeq) return Promise.resolve(true);
-    if (timeoutMs <= 0 || signal?.aborted) return Promise.resolve(false);
+  /**
+   * Resolves with true when the room passes `afterSeq`, false on timeout or abort. It listens
+   * before it reads the head, so a commit between the two cannot be missed.
+   */
+  waitFor(room: string, afterSeq: number, headSeq: () => Promise<number>, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+    if (signal?.aborted) return Promise.resolve(false);
     return new Promise((resolve) => {
+      let settled = false;
       const done = (value: boolean) => {
+        if (settled) return;
+        settled = true;
         clearTimeout(timer);
         unsubscribe();
         signal?.removeEventListener("abort", onAbort);
@@ -45,9 +50,18 @@ export class Notifier {
       };
       const onAbort = () => done(false);
       const unsubscribe = this.subscribe(room, (seq) => seq > afterSeq && done(true));
-      const timer = setTimeout(() => done(false), timeoutMs);
+      const timer = timeoutMs > 0 ? setTimeout(() => done(false), timeoutMs) : undefined;
       signal?.addEventListener("abort", onAbort, { once: true });
+      headSeq().then(
+        (head) => (head > afterSeq || timeoutMs <= 0) && done(head > afterSeq),
+        () => done(false),
+      );
     });
+  }
+
+  /** The rooms someone is waiting on (for a re-read after a lost LISTEN connection). */
+  rooms(): string[] {
+    return [...this.listeners.keys()];
   }
 
   get streamCount(): number {

@@ -1,4 +1,4 @@
-import { requireRoom } from "../services/rooms";
+import { requireRoom } from "../services/access";
 import type { Services } from "../services/context";
 import { ROOM_GONE } from "./notifier";
 
@@ -41,9 +41,9 @@ export function roomEventStream(svc: Services, roomId: string, since: number, si
         }
       };
       /** Ends the stream when the room is gone or expired; true while it lives. */
-      const roomAlive = () => {
+      const roomAlive = async () => {
         try {
-          requireRoom(svc, roomId);
+          await requireRoom(svc, roomId);
           return true;
         } catch {
           close();
@@ -52,30 +52,38 @@ export function roomEventStream(svc: Services, roomId: string, since: number, si
       };
       const queueHasRoom = () => (controller.desiredSize ?? 0) > 0;
       let flushing = false;
+      let again = false;
       const sent = { frames: 0, bytes: 0 };
-      flush = () => {
-        // enqueue() may call pull() (and so flush) at once when a read is waiting: not re-entered.
-        if (closed || flushing) return;
-        flushing = true;
-        try {
-          while (queueHasRoom()) {
+      const drain = async () => {
+        do {
+          again = false;
+          while (!closed && queueHasRoom()) {
             // As many frames as the queue has room for, by the size of those sent so far: a page
             // of small frames, one or two of large ones (none read only to be dropped).
             const average = sent.frames > 0 ? sent.bytes / sent.frames : 1024;
-            const frames = svc.frames.read(roomId, cursor, Math.max(1, Math.min(PAGE, Math.ceil(controller.desiredSize! / average))));
+            const frames = await svc.frames.read(roomId, cursor, Math.max(1, Math.min(PAGE, Math.ceil(controller.desiredSize! / average))));
             if (frames.length === 0) break;
             // Frames carry their bytes, encoded once for every watcher of the room.
             for (const frame of frames) {
               cursor = frame.seq;
               sent.frames++;
               sent.bytes += frame.bytes.byteLength;
+              if (closed) return;
               controller.enqueue(frame.bytes);
               if (!queueHasRoom()) break;
             }
           }
-        } finally {
-          flushing = false;
-        }
+        } while (again && !closed);
+      };
+      flush = () => {
+        // enqueue() may call pull() (and so flush) at once when a read is waiting, and wake-ups
+        // arrive while a read is out: one drain at a time, run again if asked meanwhile.
+        if (closed) return;
+        if (flushing) return void (again = true);
+        flushing = true;
+        drain()
+          .catch(() => close()) // the store went away: the client reconnects with Last-Event-ID
+          .finally(() => (flushing = false));
       };
       // Wake-ups during a burst are coalesced into one read per tick.
       const wake = (seq: number) => {
@@ -90,10 +98,13 @@ export function roomEventStream(svc: Services, roomId: string, since: number, si
       const unsubscribe = svc.notifier.subscribe(roomId, wake);
       // The ping also notices a room that expired while nothing was said.
       const ping = setInterval(() => {
-        if (closed || !roomAlive()) return;
-        // A stream with bytes still queued needs no ping to stay open.
-        if (queueHasRoom()) controller.enqueue(PING);
-        flush();
+        if (closed) return;
+        void roomAlive().then((alive) => {
+          if (!alive || closed) return;
+          // A stream with bytes still queued needs no ping to stay open.
+          if (queueHasRoom()) controller.enqueue(PING);
+          flush();
+        });
       }, pingMs);
       const onAbort = () => close();
       cleanup = () => {
@@ -103,7 +114,7 @@ export function roomEventStream(svc: Services, roomId: string, since: number, si
       };
       signal.addEventListener("abort", onAbort, { once: true });
       controller.enqueue(encoder.encode("retry: 2000\n\n"));
-      if (roomAlive()) flush();
+      void roomAlive().then((alive) => alive && flush());
     },
     // The writer took from the queue (its socket drained): read on from the cursor.
     pull() {

@@ -7,11 +7,11 @@
 import { decideRevision, subjectKey, type Author } from "../domain/ledger";
 import type { Message } from "../domain/message";
 import type { ArbiterOutput } from "../schemas/arbiter";
-import type { RoomRow, StoreWriter } from "../store/types";
+import type { RoomRow } from "../store/types";
 import type { Services } from "./context";
-import { appendEvent, writeTx } from "./events";
+import { appendEvent, write } from "./events";
 import { appendLedgerEvent, recordDiscrepancy } from "./ledger";
-import { requireRoom } from "./rooms";
+import { parseRoomId, requireRoom } from "./access";
 
 export interface ExtractionBatch {
   /** The messages the model was asked about (the new ones, not the context before them). */
@@ -31,9 +31,10 @@ const authorOf = (m: Message): Author => ({ agent_id: m.agent_id, auth: m.auth, 
 const arbiterServerFacts = (m: Message) => ({ author_agent_id: m.agent_id, via: "arbiter", auth: m.auth });
 
 /** Applies one batch's output and moves the watermark past its messages, in one transaction. */
-export function applyExtraction(svc: Services, rawRoomId: string, batch: ExtractionBatch): ExtractionResult {
-  return writeTx(svc, (tx) => {
-    let room = requireRoom(svc, rawRoomId, tx);
+export function applyExtraction(svc: Services, rawRoomId: string, batch: ExtractionBatch): Promise<ExtractionResult> {
+  const id = parseRoomId(rawRoomId);
+  return write(svc, [id], async (tx) => {
+    let room = await requireRoom(svc, id, tx);
     const byId = new Map(batch.messages.map((m) => [m.id, m]));
     const skipped: ExtractionResult["skipped"] = [];
     let applied = 0;
@@ -47,19 +48,19 @@ export function applyExtraction(svc: Services, rawRoomId: string, batch: Extract
       const msg = byId.get(t.source_msg_id);
       if (!msg) { skip(`thread "${t.subject}"`, "names a message outside this batch"); continue; }
       const key = subjectKey(t.subject, t.subject_key);
-      const existing = tx.listThreads(room.uuid).find((x) => x.subject_key === key && x.status !== "cancelled");
+      const existing = (await tx.listThreads(room.uuid)).find((x) => x.subject_key === key && x.status !== "cancelled");
       // Also what makes a rescan idempotent: the thread it would open already exists.
       if (existing) { skip(`thread "${t.subject}"`, `thread ${existing.id} already covers this subject`); continue; }
       const payload = { subject: t.subject, value: t.value, ...(t.subject_key ? { subject_key: t.subject_key } : {}), source_msg_id: msg.id, quote: t.quote };
-      advance(appendLedgerEvent(svc, tx, room, { type: "thread.opened", actor: "arbiter", payload, server: arbiterServerFacts(msg) }, {}, msg.auth === "signed" ? msg.pubkey_hex : null).appended);
+      advance((await appendLedgerEvent(svc, tx, room, { type: "thread.opened", actor: "arbiter", payload, server: arbiterServerFacts(msg) }, {}, msg.auth === "signed" ? msg.pubkey_hex : null)).appended);
     }
 
     for (const r of batch.output.revisions) {
       const msg = byId.get(r.source_msg_id);
       if (!msg) { skip(`${r.kind} of thread ${r.thread_id}`, "names a message outside this batch"); continue; }
-      const found = tx.getThread(room.uuid, r.thread_id);
+      const found = await tx.getThread(room.uuid, r.thread_id);
       if (!found) { skip(`${r.kind} of thread ${r.thread_id}`, "no such thread"); continue; }
-      if (tx.listRevisions(room.uuid, r.thread_id).some((x) => x.source_msg_id === msg.id && x.kind === r.kind && x.author_agent_id === msg.agent_id)) {
+      if ((await tx.listRevisions(room.uuid, r.thread_id)).some((x) => x.source_msg_id === msg.id && x.kind === r.kind && x.author_agent_id === msg.agent_id)) {
         skip(`${r.kind} of thread ${r.thread_id}`, "already extracted");
         continue;
       }
@@ -69,28 +70,28 @@ export function applyExtraction(svc: Services, rawRoomId: string, batch: Extract
       if (!decision.ok) { skip(`${r.kind} of thread ${r.thread_id}`, decision.code); continue; }
       if (decision.effect === "none") { skip(`${r.kind} of thread ${r.thread_id}`, "changes nothing"); continue; }
       const payload = { thread_id: found.thread.id, kind: r.kind, ...(r.value ? { value: r.value } : {}), source_msg_id: msg.id, quote: r.quote };
-      const { appended, ledger } = appendLedgerEvent(svc, tx, room, { type: "thread.revised", actor: "arbiter", payload, server: arbiterServerFacts(msg) }, { threads: [found.thread] }, found.openerKey);
+      const { appended, ledger } = await appendLedgerEvent(svc, tx, room, { type: "thread.revised", actor: "arbiter", payload, server: arbiterServerFacts(msg) }, { threads: [found.thread] }, found.openerKey);
       advance(appended);
       if (found.thread.status === "agreed" && ledger.threads[0]!.status === "disputed") {
-        room = recordDiscrepancy(svc, tx, room, { description: `${msg.agent_id} contradicts the agreed "${found.thread.subject}" (${found.thread.current_value}).`, severity: "medium", thread_id: found.thread.id, source_msg_id: msg.id }, "arbiter").room;
+        room = (await recordDiscrepancy(svc, tx, room, { description: `${msg.agent_id} contradicts the agreed "${found.thread.subject}" (${found.thread.current_value}).`, severity: "medium", thread_id: found.thread.id, source_msg_id: msg.id }, "arbiter")).room;
       }
     }
 
     for (const d of batch.output.discrepancies) {
       const msg = byId.get(d.source_msg_id);
       if (!msg) { skip("discrepancy", "names a message outside this batch"); continue; }
-      if (tx.listDiscrepancies(room.uuid).some((x) => x.source_msg_id === msg.id && x.thread_id === (d.thread_id ?? null))) { skip("discrepancy", "already extracted"); continue; }
-      if (d.thread_id !== undefined && !tx.getThread(room.uuid, d.thread_id)) { skip("discrepancy", "no such thread"); continue; }
-      advance(recordDiscrepancy(svc, tx, room, { description: d.description, severity: d.severity, thread_id: d.thread_id, source_msg_id: msg.id }, "arbiter"));
+      if ((await tx.listDiscrepancies(room.uuid)).some((x) => x.source_msg_id === msg.id && x.thread_id === (d.thread_id ?? null))) { skip("discrepancy", "already extracted"); continue; }
+      if (d.thread_id !== undefined && !await tx.getThread(room.uuid, d.thread_id)) { skip("discrepancy", "no such thread"); continue; }
+      advance(await recordDiscrepancy(svc, tx, room, { description: d.description, severity: d.severity, thread_id: d.thread_id, source_msg_id: msg.id }, "arbiter"));
     }
 
     const watermark = Math.max(room.arbiterWatermark, ...batch.messages.map((m) => m.id));
-    room = appendEvent(svc, tx, room, {
+    room = (await appendEvent(svc, tx, room, {
       type: "arbiter.extracted",
       actor: "arbiter",
       payload: { from_msg_id: batch.messages[0]?.id ?? watermark, to_msg_id: watermark, applied, skipped: skipped.length },
-    }).room;
-    tx.updateArbiterState(room.uuid, {
+    })).room;
+    await tx.updateArbiterState(room.uuid, {
       arbiterWatermark: watermark,
       arbiterCalls: room.arbiterCalls + batch.calls,
       arbiterTokens: room.arbiterTokens + batch.tokens,
@@ -102,11 +103,12 @@ export function applyExtraction(svc: Services, rawRoomId: string, batch: Extract
 }
 
 /** A message that keeps failing is recorded (arbiter.failed) and skipped, so it never blocks the room. */
-export function skipPoisonMessage(svc: Services, rawRoomId: string, msgId: number, reason: string, usage: { calls: number; tokens: number }): void {
-  writeTx(svc, (tx: StoreWriter) => {
-    const room = requireRoom(svc, rawRoomId, tx);
-    const appended = appendEvent(svc, tx, room, { type: "arbiter.failed", actor: "arbiter", payload: { msg_id: msgId, reason } });
-    tx.updateArbiterState(room.uuid, {
+export async function skipPoisonMessage(svc: Services, rawRoomId: string, msgId: number, reason: string, usage: { calls: number; tokens: number }): Promise<void> {
+  const id = parseRoomId(rawRoomId);
+  await write(svc, [id], async (tx) => {
+    const room = await requireRoom(svc, id, tx);
+    const appended = await appendEvent(svc, tx, room, { type: "arbiter.failed", actor: "arbiter", payload: { msg_id: msgId, reason } });
+    await tx.updateArbiterState(room.uuid, {
       arbiterWatermark: Math.max(appended.room.arbiterWatermark, msgId),
       arbiterCalls: room.arbiterCalls + usage.calls,
       arbiterTokens: room.arbiterTokens + usage.tokens,
@@ -116,9 +118,10 @@ export function skipPoisonMessage(svc: Services, rawRoomId: string, msgId: numbe
 }
 
 /** A provider failure: the watermark stays, the room shows a sanitised sentence. */
-export function recordExtractionError(svc: Services, rawRoomId: string, sentence: string, usage: { calls: number; tokens: number }): void {
-  writeTx(svc, (tx) => {
-    const room = requireRoom(svc, rawRoomId, tx);
-    tx.updateArbiterState(room.uuid, { lastExtractionError: sentence, arbiterCalls: room.arbiterCalls + usage.calls, arbiterTokens: room.arbiterTokens + usage.tokens });
+export async function recordExtractionError(svc: Services, rawRoomId: string, sentence: string, usage: { calls: number; tokens: number }): Promise<void> {
+  const id = parseRoomId(rawRoomId);
+  await write(svc, [id], async (tx) => {
+    const room = await requireRoom(svc, id, tx);
+    await tx.updateArbiterState(room.uuid, { lastExtractionError: sentence, arbiterCalls: room.arbiterCalls + usage.calls, arbiterTokens: room.arbiterTokens + usage.tokens });
   });
 }

@@ -5,11 +5,12 @@
  */
 import { roomMarkdown } from "../instructions";
 import type { Caller, Services } from "./context";
-import { requireRoom, roomUrl } from "./rooms";
+import { requireRoom } from "./access";
+import { roomUrl } from "./rooms";
 
 /** The room's markdown; 400 invalid_uuid, 404 room_not_found or 410 room_expired like every room route. */
-export function roomBrief(svc: Services, caller: Caller, rawId: string): string {
-  const room = requireRoom(svc, rawId);
+export async function roomBrief(svc: Services, caller: Caller, rawId: string): Promise<string> {
+  const room = await requireRoom(svc, rawId);
   return roomMarkdown({
     url: roomUrl(caller, room.uuid),
     uuid: room.uuid,
@@ -17,6 +18,6 @@ export function roomBrief(svc: Services, caller: Caller, rawId: string): string 
     origin: caller.origin,
     messageCap: svc.config.roomMessageCap,
     status: room.status,
-    turns: room.mode === "turns" ? svc.store.getTurnsRoom(room.uuid)?.config : undefined,
+    turns: room.mode === "turns" ? (await svc.store.getTurnsRoom(room.uuid))?.config : undefined,
   });
 }

@@ -1,4 +1,5 @@
 import type { Config } from "../config";
+import type { Caches } from "./cache";
 import type { FrameCache } from "../realtime/feed";
 import type { Notifier } from "../realtime/notifier";
 import type { Store } from "../store/types";
@@ -21,6 +22,16 @@ export interface Services {
   frames: FrameCache;
   /** Host part of checkpoint origins. */
   originHost: string;
+  /** Writes waiting for the next group commit (lib/services/events.ts). */
+  writeQueue?: unknown[];
+  /** Derived per-room state, keyed by the room head it was built from. */
+  caches: Caches;
+  /** The secret turn lease tokens are derived from (from the server key: the same on every instance). */
+  leaseSecret: Buffer;
+  /** The LLM arbiter of these services (lib/arbiter: created on first use). */
+  arbiter?: unknown;
+  /** This process's name in job leases (background work runs on one instance at a time). */
+  instanceId: string;
 }
 
 /** Who is asking and from where: the adapters (REST, MCP, pages) fill this in. */

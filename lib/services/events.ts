@@ -34,24 +34,25 @@ export interface Appended {
 }
 
 /**
- * The one function that appends to a room's log. It must run inside `svc.store.write`: the
- * immediate transaction serialises appends, so seq has no gaps and prev never forks. It extends
- * the Merkle frontier (no rehash of the room), signs the new checkpoint and moves the head;
- * `roomPatch` carries the projection changes to the room row that belong to this event.
+ * The one function that appends to a room's log. It must run inside `write(svc, [room], …)`: the
+ * room's lock serialises appends, so seq has no gaps and prev never forks. It extends the Merkle
+ * frontier (no rehash of the room), signs the new checkpoint and moves the head; `roomPatch`
+ * carries the projection changes to the room row that belong to this event. Every event of one
+ * transaction carries the transaction's time (`tx.now`).
  */
-export function appendEvent(
+export async function appendEvent(
   svc: Services,
-  tx: StoreWriter,
+  tx: Tx,
   room: RoomRow,
   input: NewEvent,
   roomPatch: Partial<RoomAfterAppend> = {},
-): Appended {
+): Promise<Appended> {
   const seq = room.headSize + 1;
   const event: LogEvent = {
     v: 1,
     room: room.uuid,
     seq,
-    ts: isoNow(svc),
+    ts: tx.now,
     type: input.type,
     actor: input.actor,
     payload: input.payload,
@@ -71,7 +72,7 @@ export function appendEvent(
     pubkey: svc.key.pubkey,
     sign: svc.key.sign,
   });
-  tx.insertEvent(eventToRow(event, leafHex, checkpoint));
+  await tx.insertEvent(eventToRow(event, leafHex, checkpoint));
   // What agents and the owner do keeps a room alive (messages, claims, heartbeats, votes); what the
   // server and the arbiter do on their own does not.
   const activity = input.actor === "server" || input.actor === "arbiter" ? {} : {
@@ -88,66 +89,59 @@ export function appendEvent(
     frontier: JSON.stringify(frontierToHex(frontier)),
     checkpoint,
   };
-  tx.updateRoomAfterAppend(room.uuid, after);
-  pendingPublish.push([room.uuid, seq]);
+  await tx.updateRoomAfterAppend(room.uuid, after);
   return { event, leafHash: leafHex, receipt: { seq, leaf_hash: leafHex, checkpoint }, room: after };
 }
 
-// Appends made inside the current transaction; published once it has committed.
-let pendingPublish: [string, number][] = [];
+/** A write transaction as the services see it: the store's writer plus the one time all its events carry. */
+export type Tx = StoreWriter & { readonly now: string };
 
-/** Runs one write transaction and, after it commits, wakes the readers of every room it appended to. */
-export function writeTx<T>(svc: Services, fn: (tx: StoreWriter) => T): T {
-  pendingPublish = [];
-  let result: T;
-  try {
-    result = svc.store.write(fn);
-  } catch (err) {
-    pendingPublish = [];
-    throw err;
-  }
-  const published = pendingPublish;
-  pendingPublish = [];
-  for (const [room, seq] of published) svc.notifier.publish(room, seq);
-  return result;
+/** `seconds` after the transaction's time. */
+export const txAfter = (tx: Tx, seconds: number) => new Date(Date.parse(tx.now) + seconds * 1000).toISOString();
+
+/**
+ * Runs one write transaction that may append to `rooms` (locked, in sorted order, before fn runs).
+ * Readers of every room it appended to are woken once it has committed (the store's onCommit).
+ */
+export function write<T>(svc: Services, rooms: readonly string[], fn: (tx: Tx) => Promise<T>): Promise<T> {
+  return svc.store.write(rooms, (w) => fn(Object.assign(Object.create(w) as StoreWriter, { now: isoNow(svc) })));
 }
 
 interface QueuedWrite {
-  fn: (tx: StoreWriter) => unknown;
+  room: string;
+  fn: (tx: Tx) => Promise<unknown>;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
-const queues = new WeakMap<Services, QueuedWrite[]>();
 
 /**
  * Group commit for the hot write paths. Writes that arrive in the same event-loop turn run in
  * one transaction, each inside its own savepoint: they are applied one after another in arrival
  * order (so caps and chains hold exactly as with one transaction each), a failing write rolls back
- * only itself, and the batch pays for one commit instead of one per write.
+ * only itself, and the batch pays for one commit instead of one per write. The batch locks all
+ * its rooms up front, in one order, so two instances' batches cannot deadlock.
  */
-export function queuedWrite<T>(svc: Services, fn: (tx: StoreWriter) => T): Promise<T> {
+export function queuedWrite<T>(svc: Services, room: string, fn: (tx: Tx) => Promise<T>): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    let queue = queues.get(svc);
+    let queue = svc.writeQueue;
     if (!queue) {
-      queues.set(svc, (queue = []));
-      setImmediate(() => flushQueue(svc));
+      svc.writeQueue = queue = [];
+      setImmediate(() => void flushQueue(svc));
     }
-    queue.push({ fn, resolve: resolve as (value: unknown) => void, reject });
+    queue.push({ room, fn: fn as (tx: Tx) => Promise<unknown>, resolve: resolve as (value: unknown) => void, reject });
   });
 }
 
-function flushQueue(svc: Services): void {
-  const queue = queues.get(svc) ?? [];
-  queues.delete(svc);
+async function flushQueue(svc: Services): Promise<void> {
+  const queue = (svc.writeQueue ?? []) as QueuedWrite[];
+  svc.writeQueue = undefined;
   const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
   try {
-    writeTx(svc, () => {
+    await write(svc, queue.map((q) => q.room), async (tx) => {
       for (const item of queue) {
-        const published = pendingPublish.length;
         try {
-          outcomes.push({ ok: true, value: svc.store.write(item.fn) }); // nested: a savepoint
+          outcomes.push({ ok: true, value: await tx.savepoint(() => item.fn(tx)) });
         } catch (error) {
-          pendingPublish.length = published; // its appends were rolled back
           outcomes.push({ ok: false, error });
         }
       }

@@ -1,4 +1,8 @@
+import crypto from "node:crypto";
+import os from "node:os";
 import { checkpointHost, type Config } from "../config";
+import { utf8 } from "../log/bytes";
+import { Caches } from "./cache";
 import { FrameCache } from "../realtime/feed";
 import { Notifier } from "../realtime/notifier";
 import type { Store } from "../store/types";
@@ -13,14 +17,22 @@ export function createServices(config: Config, store: Store, key: ServerKey, clo
     key,
     clock,
     notifier: new Notifier(),
-    limiter: new RateLimiter(() => clock.now()),
+    limiter: new RateLimiter(store.limits, () => clock.now()),
     originHost: checkpointHost(config),
+    caches: new Caches(),
+    leaseSecret: Buffer.from(key.sign(utf8("parley turn lease tokens v1"))),
+    instanceId: `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString("hex")}`,
   } as Omit<Services, "frames"> as Services;
   svc.frames = new FrameCache(svc);
+  // Readers of a room wake when a commit moved its head (this instance's; other instances' arrive
+  // through LISTEN, lib/realtime/pg-listen.ts).
+  store.onCommit((heads) => {
+    for (const [room, seq] of heads) svc.notifier.publish(room, seq);
+  });
   return svc;
 }
 
 /** The general per-client request budget (everything but room creation and posts, which have their own). */
-export function limitRequest(svc: Services, ip: string): void {
-  svc.limiter.take(`req:${ip}`, svc.config.rate.requestsPerMinute, 60_000, "requests from your address");
+export function limitRequest(svc: Services, ip: string): Promise<void> {
+  return svc.limiter.take(`req:${ip}`, svc.config.rate.requestsPerMinute, 60_000, "requests from your address");
 }

@@ -6,15 +6,16 @@ import {
 import { hexToBytes, utf8 } from "../log/bytes";
 import { agentEnvelope, type EventSig } from "../log/event";
 import type { HandshakeInput, OpenThreadInput, ResolveInput, ReviseThreadInput } from "../schemas/ledger";
-import type { RoomRow, StoreWriter } from "../store/types";
+import type { Revision } from "../domain/ledger";
+import type { RoomRow, StoreReader } from "../store/types";
 import type { Services } from "./context";
-import { appendEvent, definedFields, eventFromRow, writeTx, type NewEvent, type Receipt } from "./events";
-import { parseSeqId, requireOpenRoom, requireOwner, requireRoom } from "./rooms";
+import { appendEvent, definedFields, eventFromRow, write, type NewEvent, type Receipt, type Tx } from "./events";
+import { parseRoomId, parseSeqId, requireOpenRoom, requireOwner, requireRoom } from "./access";
 import { signedWrite } from "./signatures";
 
 /** The quorum the room was created with, as the log records it (what the verifier replays with). */
-function roomQuorum(svc: Services, room: RoomRow): number {
-  const created = svc.store.listEvents(room.uuid, 0, 1)[0];
+async function roomQuorum(reader: Pick<StoreReader, "listEvents">, room: RoomRow): Promise<number> {
+  const created = (await reader.listEvents(room.uuid, 0, 1))[0];
   return quorumOf(created && eventFromRow(created));
 }
 
@@ -22,25 +23,25 @@ function roomQuorum(svc: Services, room: RoomRow): number {
  * Appends a ledger event and writes the projections it changes: the reducer is applied to the
  * part of the ledger the event touches (the same reducer the verifier replays over the log).
  */
-export function appendLedgerEvent(svc: Services, tx: StoreWriter, room: RoomRow, event: NewEvent, part: Partial<Ledger>, openerKey: string | null = null) {
-  const appended = appendEvent(svc, tx, room, event);
+export async function appendLedgerEvent(svc: Services, tx: Tx, room: RoomRow, event: NewEvent, part: Partial<Ledger>, openerKey: string | null = null) {
+  const appended = await appendEvent(svc, tx, room, event);
   const ledger: Ledger = { ...emptyLedger(), ...structuredClone(part) };
   const before = { revisions: ledger.revisions.length, handshakes: ledger.handshakes.length };
-  applyLedgerEvent(ledger, appended.event, roomQuorum(svc, room));
-  for (const t of ledger.threads) tx.saveThread(room.uuid, t, openerKey);
-  for (const r of ledger.revisions.slice(before.revisions)) tx.insertRevision(room.uuid, r);
-  for (const d of ledger.discrepancies) tx.saveDiscrepancy(room.uuid, d);
-  for (const h of ledger.handshakes.slice(before.handshakes)) tx.insertHandshake(room.uuid, h);
+  applyLedgerEvent(ledger, appended.event, await roomQuorum(tx, room));
+  for (const t of ledger.threads) await tx.saveThread(room.uuid, t, openerKey);
+  for (const r of ledger.revisions.slice(before.revisions)) await tx.insertRevision(room.uuid, r);
+  for (const d of ledger.discrepancies) await tx.saveDiscrepancy(room.uuid, d);
+  for (const h of ledger.handshakes.slice(before.handshakes)) await tx.insertHandshake(room.uuid, h);
   return { appended, ledger };
 }
 
-function requireMessage(tx: StoreWriter, room: string, id: number | undefined): void {
-  if (id !== undefined && !tx.hasMessage(room, id)) throw new ParleyError("validation_error", `source_msg_id: no message with id ${id} in this room.`);
+async function requireMessage(tx: Pick<StoreReader, "hasMessage">, room: string, id: number | undefined): Promise<void> {
+  if (id !== undefined && !(await tx.hasMessage(room, id))) throw new ParleyError("validation_error", `source_msg_id: no message with id ${id} in this room.`);
 }
 
-function requireThread(reader: Pick<StoreWriter, "getThread">, room: RoomRow, rawId: string | number) {
+async function requireThread(reader: Pick<StoreReader, "getThread">, room: RoomRow, rawId: string | number) {
   const id = parseSeqId(rawId);
-  const found = id === undefined ? undefined : reader.getThread(room.uuid, id);
+  const found = id === undefined ? undefined : await reader.getThread(room.uuid, id);
   if (!found) throw new ParleyError("thread_not_found", `No thread ${String(rawId).slice(0, 20)} in this room. GET /api/rooms/${room.uuid}/context lists them.`);
   return found;
 }
@@ -49,81 +50,81 @@ function authorFrom(agentId: string, sig: EventSig | undefined): Author {
   return { agent_id: agentId, auth: sig ? "signed" : "anon", pubkey_hex: sig?.pubkey_hex ?? null };
 }
 
-export type ThreadView = Thread & { revisions: ReturnType<Services["store"]["listRevisions"]>; receipt?: Receipt };
+export type ThreadView = Thread & { revisions: Revision[]; receipt?: Receipt };
 
-export function openThread(svc: Services, rawRoomId: string, input: OpenThreadInput): ThreadView {
+export function openThread(svc: Services, rawRoomId: string, input: OpenThreadInput): Promise<ThreadView> {
   const payload = definedFields({ subject: input.subject, value: input.value, subject_key: input.subject_key, source_msg_id: input.source_msg_id, quote: input.quote });
-  return writeTx(svc, (tx) => {
-    const room = requireOpenRoom(svc, rawRoomId, tx);
-    requireMessage(tx, room.uuid, input.source_msg_id);
-    const sig = signedWrite(svc, tx, room, "thread.opened", input.opened_by, payload, input.sig);
-    const { appended, ledger } = appendLedgerEvent(svc, tx, room, { type: "thread.opened", actor: input.opened_by, payload, sig }, {}, sig?.pubkey_hex ?? null);
+  const id = parseRoomId(rawRoomId);
+  return write(svc, [id], async (tx) => {
+    const room = await requireOpenRoom(svc, id, tx);
+    await requireMessage(tx, room.uuid, input.source_msg_id);
+    const sig = await signedWrite(svc, tx, room, "thread.opened", input.opened_by, payload, input.sig);
+    const { appended, ledger } = await appendLedgerEvent(svc, tx, room, { type: "thread.opened", actor: input.opened_by, payload, sig }, {}, sig?.pubkey_hex ?? null);
     return { ...ledger.threads[0]!, revisions: ledger.revisions, receipt: appended.receipt };
   });
 }
 
-export function reviseThread(svc: Services, rawRoomId: string, rawThreadId: string, input: ReviseThreadInput): ThreadView {
-  return writeTx(svc, (tx) => {
-    const room = requireOpenRoom(svc, rawRoomId, tx);
-    const { thread, openerKey } = requireThread(tx, room, rawThreadId);
-    requireMessage(tx, room.uuid, input.source_msg_id);
+export function reviseThread(svc: Services, rawRoomId: string, rawThreadId: string, input: ReviseThreadInput): Promise<ThreadView> {
+  const id = parseRoomId(rawRoomId);
+  return write(svc, [id], async (tx) => {
+    const room = await requireOpenRoom(svc, id, tx);
+    const { thread, openerKey } = await requireThread(tx, room, rawThreadId);
+    await requireMessage(tx, room.uuid, input.source_msg_id);
     const payload = definedFields({ thread_id: thread.id, kind: input.kind, value: input.value, source_msg_id: input.source_msg_id, quote: input.quote });
     // A revision that changes nothing (a repeated confirm) writes nothing: no nonce used, no key pinned.
     const claimed: Author = { agent_id: input.agent_id, auth: input.sig ? "signed" : "anon", pubkey_hex: input.sig?.pubkey_hex.toLowerCase() ?? null };
     const unchanged = decideRevision(thread, openerKey, input.kind, claimed);
-    if (unchanged.ok && unchanged.effect === "none") return { ...thread, revisions: tx.listRevisions(room.uuid, thread.id) };
-    const sig = signedWrite(svc, tx, room, "thread.revised", input.agent_id, payload, input.sig);
+    if (unchanged.ok && unchanged.effect === "none") return { ...thread, revisions: await tx.listRevisions(room.uuid, thread.id) };
+    const sig = await signedWrite(svc, tx, room, "thread.revised", input.agent_id, payload, input.sig);
     const decision = decideRevision(thread, openerKey, input.kind, authorFrom(input.agent_id, sig));
     if (!decision.ok) throw new ParleyError(decision.code, decision.detail);
-    if (decision.effect === "none") return { ...thread, revisions: tx.listRevisions(room.uuid, thread.id) };
-    const { appended, ledger } = appendLedgerEvent(svc, tx, room, { type: "thread.revised", actor: input.agent_id, payload, sig }, { threads: [thread] }, openerKey);
+    if (decision.effect === "none") return { ...thread, revisions: await tx.listRevisions(room.uuid, thread.id) };
+    const { appended, ledger } = await appendLedgerEvent(svc, tx, room, { type: "thread.revised", actor: input.agent_id, payload, sig }, { threads: [thread] }, openerKey);
     const revised = ledger.threads[0]!;
     let receipt = appended.receipt;
     if (thread.status === "agreed" && revised.status === "disputed") {
-      receipt = recordDiscrepancy(svc, tx, appended.room, {
+      receipt = (await recordDiscrepancy(svc, tx, appended.room, {
         description: `${input.agent_id} contradicts the agreed "${thread.subject}" (${thread.current_value})${input.value ? `: ${input.value}` : ""}.`,
         severity: "medium", thread_id: thread.id, source_msg_id: input.source_msg_id,
-      }).receipt;
+      })).receipt;
     }
-    return { ...revised, revisions: tx.listRevisions(room.uuid, thread.id), receipt };
+    return { ...revised, revisions: await tx.listRevisions(room.uuid, thread.id), receipt };
   });
 }
 
 /** A discrepancy the service records (a contradiction of an agreed thread, or found by the arbiter). */
-export function recordDiscrepancy(svc: Services, tx: StoreWriter, room: RoomRow, d: { description: string; severity: Discrepancy["severity"]; thread_id?: number; source_msg_id?: number }, actor = "server") {
-  return appendLedgerEvent(svc, tx, room, { type: "discrepancy.recorded", actor, payload: definedFields(d) }, {}).appended;
+export async function recordDiscrepancy(svc: Services, tx: Tx, room: RoomRow, d: { description: string; severity: Discrepancy["severity"]; thread_id?: number; source_msg_id?: number }, actor = "server") {
+  return (await appendLedgerEvent(svc, tx, room, { type: "discrepancy.recorded", actor, payload: definedFields(d) }, {})).appended;
 }
 
-export function getThread(svc: Services, rawRoomId: string, rawThreadId: string): ThreadView {
-  const room = requireRoom(svc, rawRoomId);
-  const { thread } = requireThread(svc.store, room, rawThreadId);
-  return { ...thread, revisions: svc.store.listRevisions(room.uuid, thread.id) };
+export async function getThread(svc: Services, rawRoomId: string, rawThreadId: string): Promise<ThreadView> {
+  const room = await requireRoom(svc, rawRoomId);
+  const { thread } = await requireThread(svc.store, room, rawThreadId);
+  return { ...thread, revisions: await svc.store.listRevisions(room.uuid, thread.id) };
 }
 
-export function listThreadRevisions(svc: Services, rawRoomId: string, rawThreadId: string) {
-  return getThread(svc, rawRoomId, rawThreadId).revisions;
+export async function listThreadRevisions(svc: Services, rawRoomId: string, rawThreadId: string) {
+  return (await getThread(svc, rawRoomId, rawThreadId)).revisions;
 }
 
-type Context = ReturnType<typeof buildContext>;
+type Context = Awaited<ReturnType<typeof buildContext>>;
 interface CachedContext {
-  key: string;
   context: Context;
   json?: string;
 }
-const contextCache = new WeakMap<Services, Map<string, CachedContext>>();
-const CONTEXT_CACHE_ROOMS = 512;
+const contextCache = (svc: Services) => svc.caches.of<CachedContext>("context", 512);
 
-function buildContext(svc: Services, room: RoomRow) {
-  const threads = svc.store.listThreads(room.uuid);
+async function buildContext(svc: Services, room: RoomRow) {
+  const threads = await svc.store.listThreads(room.uuid);
   const hash = contextHash(threads);
   return {
     room_uuid: room.uuid,
     protocol_mode: room.protocolMode as "standard" | "premium",
     threads,
-    discrepancies: svc.store.listDiscrepancies(room.uuid),
+    discrepancies: await svc.store.listDiscrepancies(room.uuid),
     context_hash: hash,
-    sealed: sealOf(threads, svc.store.listHandshakes(room.uuid), hash),
-    agree_quorum: roomQuorum(svc, room),
+    sealed: sealOf(threads, await svc.store.listHandshakes(room.uuid), hash),
+    agree_quorum: await roomQuorum(svc.store, room),
     last_extracted_msg_id: room.arbiterWatermark,
     arbiter_active: room.protocolMode === "premium" && svc.config.arbiterConfigured,
     last_extraction_error: room.lastExtractionError,
@@ -135,45 +136,39 @@ function buildContext(svc: Services, room: RoomRow) {
  * the room changes. Every ledger change appends an event, so the log head (with the arbiter's
  * bookkeeping) is the cache key.
  */
-function cachedContext(svc: Services, rawRoomId: string): CachedContext {
-  const room = requireRoom(svc, rawRoomId);
+async function cachedContext(svc: Services, rawRoomId: string): Promise<CachedContext> {
+  const room = await requireRoom(svc, rawRoomId);
   const key = `${room.headSize}:${room.arbiterWatermark}:${room.lastExtractionError ?? ""}`;
-  let rooms = contextCache.get(svc);
-  if (!rooms) contextCache.set(svc, (rooms = new Map()));
-  const hit = rooms.get(room.uuid);
-  if (hit?.key === key) return hit;
-  const entry: CachedContext = { key, context: buildContext(svc, room) };
-  rooms.delete(room.uuid);
-  if (rooms.size >= CONTEXT_CACHE_ROOMS) rooms.delete(rooms.keys().next().value!);
-  rooms.set(room.uuid, entry);
-  return entry;
+  const cache = contextCache(svc);
+  return cache.peek(room.uuid, key) ?? cache.set(room.uuid, key, { context: await buildContext(svc, room) });
 }
 
-export function getContext(svc: Services, rawRoomId: string): Context {
-  return cachedContext(svc, rawRoomId).context;
+export async function getContext(svc: Services, rawRoomId: string): Promise<Context> {
+  return (await cachedContext(svc, rawRoomId)).context;
 }
 
 /** The same context, serialised once per change of the room. */
-export function getContextJson(svc: Services, rawRoomId: string): string {
-  const entry = cachedContext(svc, rawRoomId);
+export async function getContextJson(svc: Services, rawRoomId: string): Promise<string> {
+  const entry = await cachedContext(svc, rawRoomId);
   return (entry.json ??= JSON.stringify(entry.context));
 }
 
 export function handshake(svc: Services, rawRoomId: string, input: HandshakeInput) {
-  return writeTx(svc, (tx) => {
-    const room = requireOpenRoom(svc, rawRoomId, tx);
-    const threads = tx.listThreads(room.uuid);
+  const id = parseRoomId(rawRoomId);
+  return write(svc, [id], async (tx) => {
+    const room = await requireOpenRoom(svc, id, tx);
+    const threads = await tx.listThreads(room.uuid);
     const current = contextHash(threads);
     if (input.context_hash.toLowerCase() !== current) {
       throw new ParleyError("stale_context_hash", `The ledger changed: the current context_hash is ${current}. Read /context again, then handshake that hash.`);
     }
     const payload = { context_hash: current };
-    const sig = signedWrite(svc, tx, room, "handshake.signed", input.agent_id, payload, input.sig);
-    const { appended, ledger } = appendLedgerEvent(svc, tx, room, { type: "handshake.signed", actor: input.agent_id, payload, sig }, {});
+    const sig = await signedWrite(svc, tx, room, "handshake.signed", input.agent_id, payload, input.sig);
+    const { appended, ledger } = await appendLedgerEvent(svc, tx, room, { type: "handshake.signed", actor: input.agent_id, payload, sig }, {});
     return {
       handshake: withSignatureValidity(svc, room.uuid, ledger.handshakes[0]!),
       context_hash: current,
-      sealed: sealOf(threads, tx.listHandshakes(room.uuid)),
+      sealed: sealOf(threads, await tx.listHandshakes(room.uuid)),
       receipt: appended.receipt,
     };
   });
@@ -192,17 +187,18 @@ function withSignatureValidity(svc: Services, room: string, h: Handshake): Hands
   return { ...h, signature_valid: valid };
 }
 
-export function listHandshakes(svc: Services, rawRoomId: string) {
-  const room = requireRoom(svc, rawRoomId);
-  return svc.store.listHandshakes(room.uuid).map((h) => withSignatureValidity(svc, room.uuid, h));
+export async function listHandshakes(svc: Services, rawRoomId: string) {
+  const room = await requireRoom(svc, rawRoomId);
+  return (await svc.store.listHandshakes(room.uuid)).map((h) => withSignatureValidity(svc, room.uuid, h));
 }
 
 /** The related thread's owner (by agent_id, or key when it signed) or the room owner's token. */
 export function resolveDiscrepancy(svc: Services, rawRoomId: string, rawId: string, input: ResolveInput, bearer: string | undefined) {
-  return writeTx(svc, (tx) => {
-    const room = requireOpenRoom(svc, rawRoomId, tx);
+  const roomId = parseRoomId(rawRoomId);
+  return write(svc, [roomId], async (tx) => {
+    const room = await requireOpenRoom(svc, roomId, tx);
     const id = Number(rawId);
-    const d = tx.listDiscrepancies(room.uuid).find((x) => x.id === id);
+    const d = (await tx.listDiscrepancies(room.uuid)).find((x) => x.id === id);
     if (!d) throw new ParleyError("discrepancy_not_found", `No discrepancy ${String(rawId).slice(0, 20)} in this room.`);
     if (d.status === "resolved") return { ...d, receipt: null as Receipt | null };
     let actor = "owner";
@@ -211,12 +207,12 @@ export function resolveDiscrepancy(svc: Services, rawRoomId: string, rawId: stri
     if (bearer) requireOwner(svc, room, bearer);
     else {
       if (!input.agent_id) throw new ParleyError("not_owner", "Resolving needs the room owner's token, or the agent_id of the related thread's owner.");
-      sig = signedWrite(svc, tx, room, "discrepancy.resolved", input.agent_id, payload, input.sig);
-      const related = d.thread_id !== null ? tx.getThread(room.uuid, d.thread_id) : undefined;
+      sig = await signedWrite(svc, tx, room, "discrepancy.resolved", input.agent_id, payload, input.sig);
+      const related = d.thread_id !== null ? await tx.getThread(room.uuid, d.thread_id) : undefined;
       if (!related || !isOwner(related.thread, related.openerKey, authorFrom(input.agent_id, sig))) throw new ParleyError("not_owner", "Only the related thread's owner or the room owner may resolve this discrepancy.");
       actor = input.agent_id;
     }
-    const { appended, ledger } = appendLedgerEvent(svc, tx, room, { type: "discrepancy.resolved", actor, payload, sig }, { discrepancies: [d] });
+    const { appended, ledger } = await appendLedgerEvent(svc, tx, room, { type: "discrepancy.resolved", actor, payload, sig }, { discrepancies: [d] });
     return { ...ledger.discrepancies[0]!, receipt: appended.receipt as Receipt | null };
   });
 }

@@ -4,12 +4,11 @@ import { agentKey } from "../domain/names";
 import { SERVICE_ACTORS } from "../domain/room";
 import type { EventSig } from "../log/event";
 import type { PostMessageInput, ReadMessagesInput } from "../schemas/messages";
-import type { MessageRow, RoomRow, StoreWriter } from "../store/types";
+import type { MessageRow, RoomRow } from "../store/types";
 import type { Caller, Services } from "./context";
-import { appendEvent, queuedWrite, type Receipt } from "./events";
-import { requireOpenRoom, requireRoom } from "./rooms";
+import { appendEvent, queuedWrite, type Receipt, type Tx } from "./events";
+import { parseRoomId, requireOpenRoom, requireRoom, requireTurnToPost } from "./access";
 import { checkAgentSignature, type SignatureInput } from "./signatures";
-import { requireTurnToPost } from "./turns";
 
 export function messageFromRow(row: MessageRow): Message {
   return {
@@ -40,28 +39,29 @@ function signatureOf(input: PostMessageInput): SignatureInput | undefined {
  * The post budgets, the same for every way of posting (messages, turn replies): the client's now,
  * and the returned check takes the agent's in the room once the room is known.
  */
-export function takePostBudget(svc: Services, caller: Caller): (room: RoomRow, agentId: string) => void {
+export async function takePostBudget(svc: Services, caller: Caller): Promise<(room: RoomRow, agentId: string) => Promise<void>> {
   const { rate } = svc.config;
-  svc.limiter.take(`posts:${caller.ip}`, rate.postsPerMinute, 60_000, "messages from your address");
+  await svc.limiter.take(`posts:${caller.ip}`, rate.postsPerMinute, 60_000, "messages from your address");
   return (room, agentId) => svc.limiter.take(`agent:${room.uuid}:${agentKey(agentId)}`, rate.agentPostsPerMinute, 60_000, `messages from "${agentId}" in this room`);
 }
 
-export function postMessage(svc: Services, caller: Caller, rawRoomId: string, input: PostMessageInput): Promise<Message & { receipt: Receipt }> {
-  const takeAgentBudget = takePostBudget(svc, caller);
+export async function postMessage(svc: Services, caller: Caller, rawRoomId: string, input: PostMessageInput): Promise<Message & { receipt: Receipt }> {
+  const takeAgentBudget = await takePostBudget(svc, caller);
+  const id = parseRoomId(rawRoomId);
   // The payload is exactly what the agent sent and may sign: absent optional fields are omitted.
   const payload: Record<string, unknown> = { text: input.text };
   if (input.reply_to != null) payload.reply_to = input.reply_to;
   if (input.memory_root != null) payload.memory_root = input.memory_root;
 
-  return queuedWrite(svc, (tx) => {
-    const room = requireOpenRoom(svc, rawRoomId, tx);
-    takeAgentBudget(room, input.agent_id);
-    if (room.mode === "turns") requireTurnToPost(svc, tx, room, input.agent_id);
-    if (input.reply_to != null && !tx.hasMessage(room.uuid, input.reply_to)) {
+  return queuedWrite(svc, id, async (tx) => {
+    const room = await requireOpenRoom(svc, id, tx);
+    await takeAgentBudget(room, input.agent_id);
+    if (room.mode === "turns") await requireTurnToPost(svc, tx, room, input.agent_id);
+    if (input.reply_to != null && !(await tx.hasMessage(room.uuid, input.reply_to))) {
       throw new ParleyError("validation_error", `reply_to: no message with id ${input.reply_to} in this room.`);
     }
-    const sig = checkAgentSignature(svc, tx, { room: room.uuid, type: "message.posted", actor: input.agent_id, payload, seq: room.headSize + 1, signature: signatureOf(input) });
-    const { message, appended } = appendMessage(svc, tx, room, input.agent_id, payload, sig);
+    const sig = await checkAgentSignature(svc, tx, { room: room.uuid, type: "message.posted", actor: input.agent_id, payload, seq: room.headSize + 1, signature: signatureOf(input) });
+    const { message, appended } = await appendMessage(svc, tx, room, input.agent_id, payload, sig);
     return { ...message, receipt: appended.receipt };
   });
 }
@@ -71,18 +71,18 @@ export function postMessage(svc: Services, caller: Caller, rawRoomId: string, in
  * place a message is written (agents' posts, turn replies, the server's and the owner's notes).
  * 429 room_full at the cap. Runs inside a write transaction.
  */
-export function appendMessage(svc: Services, tx: StoreWriter, room: RoomRow, actor: string, payload: Record<string, unknown>, sig?: EventSig) {
+export async function appendMessage(svc: Services, tx: Tx, room: RoomRow, actor: string, payload: Record<string, unknown>, sig?: EventSig) {
   if (room.messageCount >= svc.config.roomMessageCap) {
     throw new ParleyError("room_full", `This room holds its maximum of ${svc.config.roomMessageCap} messages. Stop posting; create a new room to continue.`);
   }
   // The service's own notes (kickoff card, moderator) do not count as an agent of the room.
-  const isNewAgent = !SERVICE_ACTORS.has(actor) && tx.addAgent(room.uuid, agentKey(actor), room.headSize + 1);
-  const appended = appendEvent(svc, tx, room, { type: "message.posted", actor, payload, sig }, {
+  const isNewAgent = !SERVICE_ACTORS.has(actor) && (await tx.addAgent(room.uuid, agentKey(actor), room.headSize + 1));
+  const appended = await appendEvent(svc, tx, room, { type: "message.posted", actor, payload, sig }, {
     messageCount: room.messageCount + 1,
     agentCount: room.agentCount + (isNewAgent ? 1 : 0),
   });
   const message = messageFromEvent(appended.event, appended.leafHash);
-  tx.insertMessage({
+  await tx.insertMessage({
     room: room.uuid,
     seq: message.id,
     agentId: message.agent_id,
@@ -111,9 +111,9 @@ export interface MessagePage {
  * the oldest page (compat). With `wait`, an empty forward page is held until something newer arrives.
  */
 export async function readMessages(svc: Services, rawRoomId: string, query: ReadMessagesInput, signal?: AbortSignal): Promise<MessagePage> {
-  const room = requireRoom(svc, rawRoomId);
+  const room = await requireRoom(svc, rawRoomId);
   if (query.tail !== undefined) {
-    const rows = svc.store.tailMessages(room.uuid, query.tail);
+    const rows = await svc.store.tailMessages(room.uuid, query.tail);
     const first = rows[0]?.seq;
     return {
       messages: rows.map(messageFromRow),
@@ -122,10 +122,10 @@ export async function readMessages(svc: Services, rawRoomId: string, query: Read
     };
   }
   const since = query.since ?? 0;
-  let rows = svc.store.listMessages(room.uuid, since, query.limit + 1);
+  let rows = await svc.store.listMessages(room.uuid, since, query.limit + 1);
   if (rows.length === 0 && query.wait && query.since !== undefined) {
-    const woke = await svc.notifier.waitFor(room.uuid, Math.max(since, room.headSize), () => svc.store.getRoom(room.uuid)?.headSize ?? 0, query.wait * 1000, signal);
-    if (woke) rows = svc.store.listMessages(room.uuid, since, query.limit + 1);
+    const woke = await svc.notifier.waitFor(room.uuid, Math.max(since, room.headSize), async () => (await svc.store.getRoom(room.uuid))?.headSize ?? 0, query.wait * 1000, signal);
+    if (woke) rows = await svc.store.listMessages(room.uuid, since, query.limit + 1);
   }
   const hasMore = rows.length > query.limit;
   if (hasMore) rows = rows.slice(0, query.limit);

@@ -16,9 +16,9 @@ export function requireMetricsAccess(svc: Services, socketPeer: string, bearer: 
 }
 
 /** Prometheus text exposition of a few process and service figures. */
-export function metricsText(svc: Services): string {
+export async function metricsText(svc: Services): Promise<string> {
   const mem = process.memoryUsage();
-  const counts = svc.store.counts();
+  const counts = await svc.store.counts();
   const lines = [
     ["parley_rooms", "gauge", "Rooms holding data (open or closed)", counts.rooms],
     ["parley_events", "gauge", "Events stored across all rooms", counts.events],

@@ -1,36 +1,26 @@
 import { ParleyError } from "../errors";
+import type { LimitsStore } from "../store/types";
 import type { Services } from "./context";
 
-interface Bucket {
-  tokens: number;
-  updated: number;
-}
-
 /**
- * Token buckets in memory, one per key, for how often; and counters of what is held at once (open
- * streams, exports), for how many. A capacity of 0 turns a limit off.
+ * Token buckets, one per key, for how often: kept by the store (in memory on SQLite, one table
+ * shared by every instance on PostgreSQL, so a client spreading requests over instances gets one
+ * budget); and counters of what this instance holds at once (open streams, exports), for how many.
+ * A capacity of 0 turns a limit off.
  */
 export class RateLimiter {
-  private readonly buckets = new Map<string, Bucket>();
   private readonly holds = new Map<string, number>();
 
-  constructor(private readonly now: () => number) {}
+  constructor(
+    private readonly buckets: LimitsStore,
+    private readonly now: () => number,
+  ) {}
 
   /** Takes one token from `key` (capacity per window) or throws 429 rate_limited with Retry-After. */
-  take(key: string, capacity: number, windowMs: number, what: string): void {
+  async take(key: string, capacity: number, windowMs: number, what: string): Promise<void> {
     if (capacity <= 0) return;
-    const now = this.now();
-    const rate = capacity / windowMs;
-    const bucket = this.buckets.get(key) ?? { tokens: capacity, updated: now };
-    bucket.tokens = Math.min(capacity, bucket.tokens + (now - bucket.updated) * rate);
-    bucket.updated = now;
-    if (bucket.tokens < 1) {
-      this.buckets.set(key, bucket);
-      const retryAfter = Math.max(1, Math.ceil((1 - bucket.tokens) / rate / 1000));
-      throw new ParleyError("rate_limited", `Too many ${what}. Wait ${retryAfter} s (Retry-After) and try again.`, { retryAfter });
-    }
-    bucket.tokens -= 1;
-    this.buckets.set(key, bucket);
+    const retryAfter = await this.buckets.takeToken(key, capacity, windowMs, this.now());
+    if (retryAfter > 0) throw new ParleyError("rate_limited", `Too many ${what}. Wait ${retryAfter} s (Retry-After) and try again.`, { retryAfter });
   }
 
   /**
@@ -57,10 +47,9 @@ export class RateLimiter {
     return this.holds.get(key) ?? 0;
   }
 
-  /** Drops full buckets so memory stays bounded by the number of active clients. */
-  prune(): void {
-    const now = this.now();
-    for (const [key, b] of this.buckets) if (now - b.updated > 3_600_000) this.buckets.delete(key);
+  /** Drops idle buckets so their number stays bounded by the number of active clients. */
+  prune(): Promise<void> {
+    return this.buckets.pruneBuckets(this.now());
   }
 }
 

@@ -80,7 +80,9 @@ export function ed25519VerifyAsync(pubkey: Uint8Array, message: Uint8Array, sign
 }
 
 /** Loads the seed file, creating it (mode 0600) on first start. The seed is never logged or exported. */
-export function loadOrCreateServerKey(file: string, keyName: string): ServerKey {
+export function loadOrCreateServerKey(file: string, keyName: string, seedHex?: string): ServerKey {
+  // Several instances must sign with one key: given in the environment, or one file they all read.
+  if (seedHex) return serverKeyFromSeed(Buffer.from(seedHex, "hex"), keyName);
   let seed: Uint8Array;
   if (fs.existsSync(file)) {
     const raw = fs.readFileSync(file);

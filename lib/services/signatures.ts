@@ -23,8 +23,8 @@ interface SignedWrite {
 }
 
 /** The key pinned to a name in a room, by agentKey (`ALICE` is held to `Alice`'s key); also finds pins made under the exact name. */
-export const pinnedKey = (tx: Pick<StoreReader, "agentKey">, room: string, name: string): string | null =>
-  tx.agentKey(room, agentKey(name))?.pubkeyHex ?? tx.agentKey(room, name)?.pubkeyHex ?? null;
+export const pinnedKey = async (tx: Pick<StoreReader, "agentKey">, room: string, name: string): Promise<string | null> =>
+  (await tx.agentKey(room, agentKey(name)))?.pubkeyHex ?? (await tx.agentKey(room, name))?.pubkeyHex ?? null;
 
 /** The v1 signature an agent sends with a write (the fields of `sig`). */
 export type AgentSig = { pubkey_hex: string; signature_hex: string; ts: string; nonce: string };
@@ -61,8 +61,8 @@ function checkSignedTime(svc: Services, field: string, value: string): void {
  * message as signed by its key but never pins that key to the name; under a name already pinned it
  * must carry the pinned key. lib/log/verify.ts replays the same rule.
  */
-export function checkAgentSignature(svc: Services, tx: StoreWriter, write: SignedWrite): EventSig | undefined {
-  const pinned = pinnedKey(tx, write.room, write.actor);
+export async function checkAgentSignature(svc: Services, tx: StoreWriter, write: SignedWrite): Promise<EventSig | undefined> {
+  const pinned = await pinnedKey(tx, write.room, write.actor);
   const s = write.signature;
   if (!s) {
     if (pinned) throw new ParleyError("signature_required", `"${write.actor}" signs its events in this room: this write must be signed with its key.`);
@@ -97,9 +97,9 @@ export function checkAgentSignature(svc: Services, tx: StoreWriter, write: Signe
   if (!svc.key.verify(pubkey, utf8(signed), signature)) {
     throw new ParleyError("bad_signature", "The signature does not verify for this content, room and key. Sign the exact envelope the documentation describes.");
   }
-  if (!tx.useNonce(write.room, pubkeyHex, nonce, write.seq)) {
+  if (!(await tx.useNonce(write.room, pubkeyHex, nonce, write.seq))) {
     throw new ParleyError("replayed_signature", "This signature (key and nonce) was already used in this room; sign again with a fresh nonce.");
   }
-  if (!pinned && s.kind === "v1") tx.pinAgentKey(write.room, agentKey(write.actor), pubkeyHex);
+  if (!pinned && s.kind === "v1") await tx.pinAgentKey(write.room, agentKey(write.actor), pubkeyHex);
   return sig;
 }

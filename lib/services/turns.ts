@@ -2,8 +2,9 @@
  * Turns mode (issue 6): the server makes every turn. Each transition is one event appended inside
  * one write transaction, and the projections are what the reducer of lib/domain/turns.ts makes of
  * the events (the verifier replays the same reducer); the rules of what comes next are the
- * planner's in the same module. The immediate transaction serialises claims, so of two concurrent
- * claims the first one makes the lease and the second one finds it (and gets the same token).
+ * planner's in the same module. The transaction holds the room's lock (across instances on
+ * PostgreSQL), so of two concurrent claims the first one makes the lease and the second one finds
+ * it (and gets the same token). Reads never write: a turn past its deadline is the timer's to skip.
  */
 import crypto from "node:crypto";
 import { ParleyError } from "../errors";
@@ -15,77 +16,64 @@ import {
 } from "../domain/turns";
 import { isExpired } from "../domain/room";
 import { sameAgent } from "../domain/names";
-import { utf8 } from "../log/bytes";
 import type { EventSig, LogEvent } from "../log/event";
 import type { ClaimTurnInput, MyTurnInput, ReplyTurnInput, SkipTurnInput } from "../schemas/turns";
 import { turnsProtocolCard } from "../instructions/turns";
-import type { RoomRow, StoreReader, StoreWriter } from "../store/types";
-import { isoAfter, isoNow, type Caller, type Services } from "./context";
-import { appendEvent, writeTx, type Appended, type NewEvent, type Receipt } from "./events";
+import type { RoomRow, StoreReader } from "../store/types";
+import { isoNow, type Caller, type Services } from "./context";
+import { appendEvent, txAfter, write, type Appended, type NewEvent, type Receipt, type Tx } from "./events";
 import { appendMessage, messageFromRow, takePostBudget } from "./messages";
-import { hashToken, parseSeqId, requireOpenRoom, requireOwner, requireRoom, tokenMatches } from "./rooms";
+import {
+  hashToken, parseRoomId, parseSeqId, requireOpenRoom, requireOwner, requireParticipant, requireRoom, requireTurnsRoom, tokenMatches,
+} from "./access";
 import { signedWrite } from "./signatures";
 
 
 // ---- lease tokens ----
 
-const leaseSecrets = new WeakMap<Services, Buffer>();
 /**
  * A lease token is derived from the server key and the claim (room, turn, seq of the claim event),
- * so a live re-claim returns the same token while only its hash is stored.
+ * so a live re-claim returns the same token while only its hash is stored. Every instance signs
+ * with the same key, so every instance derives the same token.
  */
 function leaseToken(svc: Services, room: string, turnId: number, claimSeq: number): string {
-  let secret = leaseSecrets.get(svc);
-  if (!secret) leaseSecrets.set(svc, (secret = Buffer.from(svc.key.sign(utf8("parley turn lease tokens v1")))));
-  return crypto.createHmac("sha256", secret).update(`${room}/${turnId}/${claimSeq}`).digest("base64url");
+  return crypto.createHmac("sha256", svc.leaseSecret).update(`${room}/${turnId}/${claimSeq}`).digest("base64url");
 }
 
 // ---- reading the projection ----
 
-function requireTurnsRoom(reader: Pick<StoreReader, "getTurnsRoom">, room: RoomRow): TurnsRoom {
-  const turns = room.mode === "turns" ? reader.getTurnsRoom(room.uuid) : undefined;
-  if (!turns) throw new ParleyError("turn_not_found", 'This room is not a turns room: it was created with mode "open", so anyone may post at any time.');
-  return turns;
-}
-
-function requireTurn(reader: Pick<StoreReader, "getTurn">, room: RoomRow, rawId: string): TurnState {
+async function requireTurn(reader: Pick<StoreReader, "getTurn">, room: RoomRow, rawId: string): Promise<TurnState> {
   const id = parseSeqId(rawId);
-  const turn = id === undefined ? undefined : reader.getTurn(room.uuid, id);
+  const turn = id === undefined ? undefined : await reader.getTurn(room.uuid, id);
   if (!turn) throw new ParleyError("turn_not_found", `No turn ${String(rawId).slice(0, 20)} in this room. GET /api/rooms/${room.uuid}/turns/current shows the open one.`);
   return turn;
 }
 
 /** The turns room with the open turn and any others named: the part of the projection a write touches. */
-function loadProjection(reader: StoreReader, room: RoomRow, ...turns: TurnState[]): TurnsProjection {
-  const turnsRoom = requireTurnsRoom(reader, room);
+async function loadProjection(reader: StoreReader, room: RoomRow, ...turns: TurnState[]): Promise<TurnsProjection> {
+  const turnsRoom = await requireTurnsRoom(reader, room);
   const byId = new Map(turns.map((t) => [t.id, t]));
   if (turnsRoom.current !== null && !byId.has(turnsRoom.current)) {
-    const current = reader.getTurn(room.uuid, turnsRoom.current);
+    const current = await reader.getTurn(room.uuid, turnsRoom.current);
     if (current) byId.set(current.id, current);
   }
   return { room: turnsRoom, turns: [...byId.values()] };
 }
 
-function requireParticipant(turnsRoom: TurnsRoom, agentId: string): void {
-  if (!participant(turnsRoom, agentId)) {
-    throw new ParleyError("not_participant", `"${agentId}" is not a participant of this turns room (participants: ${turnsRoom.config.participants.map((a) => `"${a}"`).join(", ")}). Watch it, or ask the owner for a room of your own.`);
-  }
-}
-
 // ---- writing ----
 
 /** Appends events in order and writes the projections they change. Completed and cancelled rooms become read-only. */
-function appendTurnEvents(svc: Services, tx: StoreWriter, room: RoomRow, proj: TurnsProjection, events: NewEvent[]): { room: RoomRow; appended: Appended[] } {
+async function appendTurnEvents(svc: Services, tx: Tx, room: RoomRow, proj: TurnsProjection, events: NewEvent[]): Promise<{ room: RoomRow; appended: Appended[] }> {
   const appended: Appended[] = [];
   for (const event of events) {
     const ends = event.type === "room.completed" || event.type === "room.cancelled";
-    const a = appendEvent(svc, tx, room, event, ends ? { status: "closed" } : {});
+    const a = await appendEvent(svc, tx, room, event, ends ? { status: "closed" } : {});
     applyTurnEvent(proj, a.event);
     appended.push(a);
     room = a.room;
   }
-  tx.saveTurnsRoom(room.uuid, proj.room!);
-  for (const t of proj.turns) tx.saveTurn(room.uuid, t);
+  await tx.saveTurnsRoom(room.uuid, proj.room!);
+  for (const t of proj.turns) await tx.saveTurn(room.uuid, t);
   return { room, appended };
 }
 
@@ -93,45 +81,37 @@ const serverEvents = (steps: Step[], first?: { actor: string; sig?: EventSig }):
   steps.map((s, i) => ({ ...s, actor: i === 0 && first ? first.actor : "server", ...(i === 0 && first?.sig ? { sig: first.sig } : {}) }));
 
 /** Inside createRoom's transaction: the kickoff protocol card, then the first turn. */
-export function startTurns(svc: Services, tx: StoreWriter, room: RoomRow, created: LogEvent, config: TurnsConfig): void {
+export async function startTurns(svc: Services, tx: Tx, room: RoomRow, created: LogEvent, config: TurnsConfig): Promise<void> {
   const proj = applyTurnEvent({ room: null, turns: [] }, created);
-  const card = appendMessage(svc, tx, room, "server", { text: turnsProtocolCard(config, room.uuid), kickoff: true });
-  appendTurnEvents(svc, tx, card.appended.room, proj, serverEvents(planKickoff(proj, isoNow(svc))));
+  const card = await appendMessage(svc, tx, room, "server", { text: turnsProtocolCard(config, room.uuid), kickoff: true });
+  await appendTurnEvents(svc, tx, card.appended.room, proj, serverEvents(planKickoff(proj, tx.now)));
 }
 
 /**
- * Timeouts, applied now: the open turn of a room, if past its deadline, is skipped and the next
- * turn opens (the sweeper does this every second; claims and reads do it first for their room).
+ * Timeouts: the open turn of a room, if past its deadline, is skipped and the next turn opens. The
+ * turn timer does this every second on one instance; under the room's lock, and only for a turn
+ * still open and due, so instances that try at once skip it once.
  */
-function settleTurn(svc: Services, uuid: string, turnId: number): boolean {
-  return writeTx(svc, (tx) => {
-    const room = tx.getRoom(uuid);
-    const now = isoNow(svc);
-    if (!room || room.status !== "open" || isExpired(room, now)) return false; // closed: paused until reopened
-    const turn = tx.getTurn(uuid, turnId);
+function settleTurn(svc: Services, uuid: string, turnId: number): Promise<boolean> {
+  return write(svc, [uuid], async (tx) => {
+    const room = await tx.getRoom(uuid);
+    if (!room || room.status !== "open" || isExpired(room, tx.now)) return false; // closed: paused until reopened
+    const turn = await tx.getTurn(uuid, turnId);
     if (!turn || !isOpenTurn(turn)) return false;
     const deadline = deadlineOf(turn);
-    if (deadline === null || deadline > now) return false;
-    const proj = loadProjection(tx, room, turn);
-    appendTurnEvents(svc, tx, room, proj, serverEvents(planAfterTurn(proj, turn, { kind: "skip", reason: "timeout" }, now)));
+    if (deadline === null || deadline > tx.now) return false;
+    const proj = await loadProjection(tx, room, turn);
+    await appendTurnEvents(svc, tx, room, proj, serverEvents(planAfterTurn(proj, turn, { kind: "skip", reason: "timeout" }, tx.now)));
     return true;
   });
 }
 
-/** Settles the room's open turn if it is past its deadline (a read first: most calls find nothing to do). */
-function settleRoom(svc: Services, room: RoomRow): void {
-  const current = room.mode === "turns" ? svc.store.getTurnsRoom(room.uuid)?.current : null;
-  const turn = current == null ? undefined : svc.store.getTurn(room.uuid, current);
-  const deadline = turn && deadlineOf(turn);
-  if (deadline && deadline <= isoNow(svc)) settleTurn(svc, room.uuid, turn!.id);
-}
-
 /** Skips every open turn past its deadline (any room). Called from the server's turn timer, and by tests with a manual clock. */
-export function sweepTurns(svc: Services, batch = 100): { skipped: number } {
+export async function sweepTurns(svc: Services, batch = 100): Promise<{ skipped: number }> {
   let skipped = 0;
   for (;;) {
-    const due = svc.store.dueTurns(isoNow(svc), batch);
-    for (const { room, id } of due) if (settleTurn(svc, room, id)) skipped++;
+    const due = await svc.store.dueTurns(isoNow(svc), batch);
+    for (const { room, id } of due) if (await settleTurn(svc, room, id)) skipped++;
     if (due.length < batch) return { skipped };
   }
 }
@@ -156,32 +136,30 @@ function turnsStateView(turnsRoom: TurnsRoom, current: TurnState | undefined) {
   };
 }
 
-function stateOf(reader: StoreReader, room: RoomRow) {
-  const turnsRoom = requireTurnsRoom(reader, room);
-  const current = turnsRoom.current === null ? undefined : reader.getTurn(room.uuid, turnsRoom.current);
+async function stateOf(reader: StoreReader, room: RoomRow) {
+  const turnsRoom = await requireTurnsRoom(reader, room);
+  const current = turnsRoom.current === null ? undefined : await reader.getTurn(room.uuid, turnsRoom.current);
   return { turnsRoom, current, view: turnsStateView(turnsRoom, current) };
 }
 
 /** GET /turns/current: the room's turn state and its open turn. */
-export function currentTurn(svc: Services, rawRoomId: string) {
-  const room = requireRoom(svc, rawRoomId);
-  settleRoom(svc, room);
-  return stateOf(svc.store, room).view;
+export async function currentTurn(svc: Services, rawRoomId: string) {
+  const room = await requireRoom(svc, rawRoomId);
+  return (await stateOf(svc.store, room)).view;
 }
 
 /** GET /turns: the state and every turn, oldest first. */
-export function listTurns(svc: Services, rawRoomId: string) {
-  const room = requireRoom(svc, rawRoomId);
-  settleRoom(svc, room);
-  return { ...stateOf(svc.store, room).view, turns: svc.store.listTurns(room.uuid).map(publicTurn) };
+export async function listTurns(svc: Services, rawRoomId: string) {
+  const room = await requireRoom(svc, rawRoomId);
+  return { ...(await stateOf(svc.store, room)).view, turns: (await svc.store.listTurns(room.uuid)).map(publicTurn) };
 }
 
 /** The newest messages (at most INPUT_MESSAGES_MAX) after the participant's last turn. */
-function inputMessages(reader: StoreReader, room: RoomRow, turnsRoom: TurnsRoom, agentId: string): Message[] {
+async function inputMessages(reader: StoreReader, room: RoomRow, turnsRoom: TurnsRoom, agentId: string): Promise<Message[]> {
   const since = participant(turnsRoom, agentId)?.last_turn_seq ?? 0;
   // Usually a few messages are new: read those; only past the limit read the newest instead.
-  const rows = reader.listMessages(room.uuid, since, INPUT_MESSAGES_MAX + 1);
-  return (rows.length > INPUT_MESSAGES_MAX ? reader.tailMessages(room.uuid, INPUT_MESSAGES_MAX) : rows).map(messageFromRow);
+  const rows = await reader.listMessages(room.uuid, since, INPUT_MESSAGES_MAX + 1);
+  return (rows.length > INPUT_MESSAGES_MAX ? await reader.tailMessages(room.uuid, INPUT_MESSAGES_MAX) : rows).map(messageFromRow);
 }
 
 const endedDetail = (t: TurnsRoom) =>
@@ -196,9 +174,8 @@ const endedDetail = (t: TurnsRoom) =>
 export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnInput, signal?: AbortSignal) {
   const until = Date.now() + (input.wait ?? 0) * 1000;
   for (;;) {
-    const room = requireRoom(svc, rawRoomId);
-    settleRoom(svc, room);
-    const { turnsRoom, current } = stateOf(svc.store, room);
+    const room = await requireRoom(svc, rawRoomId);
+    const { turnsRoom, current } = await stateOf(svc.store, room);
     requireParticipant(turnsRoom, input.agent_id);
     const now = isoNow(svc);
     const mine = current && isOpenTurn(current) && sameAgent(current.agent_id, input.agent_id) ? current : undefined;
@@ -206,7 +183,7 @@ export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnInpu
     if (mine && mine.available_at <= now) {
       const action = mine.status === "claimed" ? "You hold its lease: reply" : `Claim it (claim_turn, or POST .../turns/${mine.id}/claim) before ${mine.claim_by}, then reply`;
       const what = mine.phase === "confirm" ? `Confirm turn: ${turnsRoom.proposal?.by ?? "someone"} proposed to finish. Reply result "complete" to confirm or "continue" to reject.` : `Round ${mine.round} of ${turnsRoom.config.max_rounds}.`;
-      return { ...base, turn: publicTurn(mine), input_messages: inputMessages(svc.store, room, turnsRoom, input.agent_id), detail: `It is your turn (${mine.id}). ${what} ${action}.` };
+      return { ...base, turn: publicTurn(mine), input_messages: await inputMessages(svc.store, room, turnsRoom, input.agent_id), detail: `It is your turn (${mine.id}). ${what} ${action}.` };
     }
     if (turnsRoom.status !== "active") return { ...base, turn: null, detail: endedDetail(turnsRoom) };
     const left = until - Date.now();
@@ -220,7 +197,7 @@ export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnInpu
       const opensIn = Date.parse(mine.available_at) - svc.clock.now();
       await sleep(Math.min(left, Math.max(opensIn, 10)), signal);
     } else {
-      await svc.notifier.waitFor(room.uuid, room.headSize, () => svc.store.getRoom(room.uuid)?.headSize ?? 0, left, signal);
+      await svc.notifier.waitFor(room.uuid, room.headSize, async () => (await svc.store.getRoom(room.uuid))?.headSize ?? 0, left, signal);
     }
     // The caller went away (or the server is closing): nobody reads the answer.
     if (signal?.aborted) return { room_status: turnsRoom.status, input_messages: [] as Message[], turn: null, detail: "The request was cancelled." };
@@ -240,11 +217,11 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 
 /** Only the assigned agent, not before available_at, atomically; a live re-claim gets the same token back. */
 export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, input: ClaimTurnInput) {
-  settleRoom(svc, requireRoom(svc, rawRoomId));
-  return writeTx(svc, (tx) => {
-    const room = requireOpenRoom(svc, rawRoomId, tx);
-    const turn = requireTurn(tx, room, rawTurnId);
-    const proj = loadProjection(tx, room, turn);
+  const id = parseRoomId(rawRoomId);
+  return write(svc, [id], async (tx) => {
+    const room = await requireOpenRoom(svc, id, tx);
+    const turn = await requireTurn(tx, room, rawTurnId);
+    const proj = await loadProjection(tx, room, turn);
     const turnsRoom = proj.room!;
     requireParticipant(turnsRoom, input.agent_id);
     if (!sameAgent(turn.agent_id, input.agent_id)) {
@@ -252,15 +229,15 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
     }
     // Signed (or refused for a pinned agent) before anything is handed out, a re-claim included.
     const payload = { turn_id: turn.id };
-    const sig = signedWrite(svc, tx, room, "turn.claimed", input.agent_id, payload, input.sig);
-    const now = isoNow(svc);
+    const sig = await signedWrite(svc, tx, room, "turn.claimed", input.agent_id, payload, input.sig);
+    const now = tx.now;
     if (turn.status === "claimed") {
       if (turn.lease_until !== null && turn.lease_until > now) {
         return {
           turn: publicTurn(turn),
           lease_token: leaseToken(svc, room.uuid, turn.id, turn.claim_seq!),
           lease_until: turn.lease_until,
-          input_messages: inputMessages(tx, room, turnsRoom, input.agent_id),
+          input_messages: await inputMessages(tx, room, turnsRoom, input.agent_id),
           receipt: null as Receipt | null,
         };
       }
@@ -269,38 +246,43 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
     if (turn.status !== "ready") {
       throw new ParleyError("invalid_transition", `Turn ${turn.id} is ${turn.status}${turn.reason ? ` (${turn.reason})` : ""}. Wait for your next turn (my_turn, or GET .../turns/mine?agent_id=...&wait=30).`);
     }
+    if (turn.claim_by <= now) {
+      // Past its deadline: the turn timer skips it (reads and claims never do; due work is the timer's).
+      throw new ParleyError("invalid_transition", `Turn ${turn.id} was not claimed by ${turn.claim_by} and is being skipped (timeout). Wait for your next turn (my_turn, or GET .../turns/mine?agent_id=...&wait=30).`);
+    }
     if (turn.available_at > now) {
-      const inS = Math.ceil((Date.parse(turn.available_at) - svc.clock.now()) / 1000);
+      const inS = Math.ceil((Date.parse(turn.available_at) - Date.parse(now)) / 1000);
       throw new ParleyError("turn_not_ready", `Turn ${turn.id} opens at ${turn.available_at} (in ${inS} s): claim it then.`);
     }
     const token = leaseToken(svc, room.uuid, turn.id, room.headSize + 1);
-    const leaseUntil = isoAfter(svc, turnsRoom.config.turn_timeout_s);
-    const { appended } = appendTurnEvents(svc, tx, room, proj, [
+    const leaseUntil = txAfter(tx, turnsRoom.config.turn_timeout_s);
+    const { appended } = await appendTurnEvents(svc, tx, room, proj, [
       { type: "turn.claimed", actor: input.agent_id, payload, server: { lease_until: leaseUntil, lease_hash: hashToken(token) }, sig },
     ]);
     return {
       turn: publicTurn(proj.turns.find((t) => t.id === turn.id)!),
       lease_token: token,
       lease_until: leaseUntil,
-      input_messages: inputMessages(tx, room, turnsRoom, input.agent_id),
+      input_messages: await inputMessages(tx, room, turnsRoom, input.agent_id),
       receipt: appended[0]!.receipt as Receipt | null,
     };
   });
 }
 
 /** The lease holder's reply: a message carrying the turn id, the turn's close, and what follows it. */
-export function replyTurn(svc: Services, caller: Caller, rawRoomId: string, rawTurnId: string, input: ReplyTurnInput) {
-  const takeAgentBudget = takePostBudget(svc, caller);
-  return writeTx(svc, (tx) => {
-    const room = requireOpenRoom(svc, rawRoomId, tx);
-    takeAgentBudget(room, input.agent_id);
-    const turn = requireTurn(tx, room, rawTurnId);
-    const proj = loadProjection(tx, room, turn);
+export async function replyTurn(svc: Services, caller: Caller, rawRoomId: string, rawTurnId: string, input: ReplyTurnInput) {
+  const takeAgentBudget = await takePostBudget(svc, caller);
+  const id = parseRoomId(rawRoomId);
+  return write(svc, [id], async (tx) => {
+    const room = await requireOpenRoom(svc, id, tx);
+    await takeAgentBudget(room, input.agent_id);
+    const turn = await requireTurn(tx, room, rawTurnId);
+    const proj = await loadProjection(tx, room, turn);
     requireParticipant(proj.room!, input.agent_id);
     if (!sameAgent(turn.agent_id, input.agent_id) || !tokenMatches(turn.lease_hash, input.lease_token)) {
       throw new ParleyError("not_your_turn", `This lease token does not hold turn ${turn.id}${!sameAgent(turn.agent_id, input.agent_id) ? ` (it is "${turn.agent_id}"'s)` : ""}. Use the token your claim returned.`);
     }
-    const now = isoNow(svc);
+    const now = tx.now;
     if (turn.status === "done") throw new ParleyError("invalid_transition", `You already replied to turn ${turn.id} (message ${turn.message_id}).`);
     if (turn.status === "skipped" && turn.reason === "timeout") {
       throw new ParleyError("lease_expired", `Your lease on turn ${turn.id} ran out at ${turn.lease_until} and the turn was skipped; your reply was not posted. Wait for your next turn.`);
@@ -313,10 +295,10 @@ export function replyTurn(svc: Services, caller: Caller, rawRoomId: string, rawT
       throw new ParleyError("validation_error", 'result: in a confirm turn reply "complete" to confirm the proposal, "continue" to reject it, or "blocked".');
     }
     const payload = { text: input.text, turn_id: turn.id, result: input.result };
-    const sig = signedWrite(svc, tx, room, "message.posted", input.agent_id, payload, input.sig);
-    const { message, appended } = appendMessage(svc, tx, room, input.agent_id, payload, sig);
+    const sig = await signedWrite(svc, tx, room, "message.posted", input.agent_id, payload, input.sig);
+    const { message, appended } = await appendMessage(svc, tx, room, input.agent_id, payload, sig);
     const outcome: Outcome = { kind: "reply", result: input.result, text: input.text, message_id: message.id };
-    appendTurnEvents(svc, tx, appended.room, proj, serverEvents(planAfterTurn(proj, turn, outcome, now)));
+    await appendTurnEvents(svc, tx, appended.room, proj, serverEvents(planAfterTurn(proj, turn, outcome, now)));
     const next = proj.room!.current === null ? undefined : proj.turns.find((t) => t.id === proj.room!.current);
     return {
       message_id: message.id,
@@ -330,10 +312,11 @@ export function replyTurn(svc: Services, caller: Caller, rawRoomId: string, rawT
 
 /** The supervisor (policy supervisor) or the owner skips the open turn; it does not count as a timeout. */
 export function skipTurn(svc: Services, rawRoomId: string, rawTurnId: string, input: SkipTurnInput, bearer: string | undefined) {
-  return writeTx(svc, (tx) => {
-    const room = requireOpenRoom(svc, rawRoomId, tx);
-    const turn = requireTurn(tx, room, rawTurnId);
-    const proj = loadProjection(tx, room, turn);
+  const id = parseRoomId(rawRoomId);
+  return write(svc, [id], async (tx) => {
+    const room = await requireOpenRoom(svc, id, tx);
+    const turn = await requireTurn(tx, room, rawTurnId);
+    const proj = await loadProjection(tx, room, turn);
     const { supervisor, policy } = proj.room!.config;
     let actor = "owner";
     let sig: EventSig | undefined;
@@ -345,27 +328,28 @@ export function skipTurn(svc: Services, rawRoomId: string, rawTurnId: string, in
       actor = input.agent_id;
     }
     if (!isOpenTurn(turn)) throw new ParleyError("invalid_transition", `Turn ${turn.id} is ${turn.status}; only an open turn can be skipped.`);
-    const steps = planAfterTurn(proj, turn, { kind: "skip", reason: actor === "owner" ? "owner" : "supervisor" }, isoNow(svc));
+    const steps = planAfterTurn(proj, turn, { kind: "skip", reason: actor === "owner" ? "owner" : "supervisor" }, tx.now);
     if (actor !== "owner") {
-      sig = signedWrite(svc, tx, room, steps[0]!.type, actor, steps[0]!.payload, input.sig);
+      sig = await signedWrite(svc, tx, room, steps[0]!.type, actor, steps[0]!.payload, input.sig);
     }
-    const { appended } = appendTurnEvents(svc, tx, room, proj, serverEvents(steps, { actor, sig }));
+    const { appended } = await appendTurnEvents(svc, tx, room, proj, serverEvents(steps, { actor, sig }));
     return { ...turnsStateView(proj.room!, proj.turns.find((t) => t.id === proj.room!.current)), receipt: appended[0]!.receipt as Receipt | null };
   });
 }
 
 // ---- the owner ----
 
-function ownerAction(svc: Services, rawRoomId: string, bearer: string | undefined, act: (proj: TurnsProjection) => NewEvent[]) {
-  return writeTx(svc, (tx) => {
-    const room = requireRoom(svc, rawRoomId, tx);
+function ownerAction(svc: Services, rawRoomId: string, bearer: string | undefined, act: (proj: TurnsProjection, now: string) => NewEvent[]) {
+  const id = parseRoomId(rawRoomId);
+  return write(svc, [id], async (tx) => {
+    const room = await requireRoom(svc, id, tx);
     requireOwner(svc, room, bearer);
-    const proj = loadProjection(tx, room);
+    const proj = await loadProjection(tx, room);
     if (TERMINAL_TURNS_STATUSES.has(proj.room!.status)) {
       throw new ParleyError("room_closed", `This turns room is ${proj.room!.status} and read-only.`);
     }
-    const events = act(proj);
-    const { appended } = appendTurnEvents(svc, tx, room, proj, events);
+    const events = act(proj, tx.now);
+    const { appended } = await appendTurnEvents(svc, tx, room, proj, events);
     const current = proj.room!.current === null ? undefined : proj.turns.find((t) => t.id === proj.room!.current);
     return { ...turnsStateView(proj.room!, current), receipt: (appended[0]?.receipt ?? null) as Receipt | null };
   });
@@ -377,10 +361,10 @@ export const cancelTurns = (svc: Services, rawRoomId: string, bearer: string | u
   ownerAction(svc, rawRoomId, bearer, () => [{ type: "room.cancelled", actor: "owner", payload: reason ? { reason } : {} }]);
 
 export const resumeTurns = (svc: Services, rawRoomId: string, bearer: string | undefined) =>
-  ownerAction(svc, rawRoomId, bearer, (proj) => {
+  ownerAction(svc, rawRoomId, bearer, (proj, now) => {
     const refusal = resumeRefusal(proj.room!);
     if (refusal) throw new ParleyError("invalid_transition", refusal);
-    const steps = planResume(proj, isoNow(svc));
+    const steps = planResume(proj, now);
     if (steps.at(-1)!.type === "room.blocked") {
       throw new ParleyError("invalid_transition", `All ${proj.room!.config.max_rounds} rounds are used: raise max_rounds first (POST .../turns/max-rounds {max_rounds}).`);
     }
@@ -403,40 +387,26 @@ export const reinstateParticipant = (svc: Services, rawRoomId: string, bearer: s
 
 /** A moderator note: a message from the owner, outside the turns. */
 export function moderatorNote(svc: Services, rawRoomId: string, bearer: string | undefined, text: string) {
-  return writeTx(svc, (tx) => {
-    const room = requireOpenRoom(svc, rawRoomId, tx);
+  const id = parseRoomId(rawRoomId);
+  return write(svc, [id], async (tx) => {
+    const room = await requireOpenRoom(svc, id, tx);
     requireOwner(svc, room, bearer);
-    requireTurnsRoom(tx, room);
-    const { message, appended } = appendMessage(svc, tx, room, "owner", { text, moderator: true });
+    await requireTurnsRoom(tx, room);
+    const { message, appended } = await appendMessage(svc, tx, room, "owner", { text, moderator: true });
     return { ...message, receipt: appended.receipt };
   });
-}
-
-// ---- messages in a turns room ----
-
-/** In a turns room only a participant holding a live lease may post to /messages (extra messages within its turn). */
-export function requireTurnToPost(svc: Services, tx: StoreReader, room: RoomRow, agentId: string): void {
-  const turnsRoom = requireTurnsRoom(tx, room);
-  requireParticipant(turnsRoom, agentId);
-  const current = turnsRoom.current === null ? undefined : tx.getTurn(room.uuid, turnsRoom.current);
-  const holds = current?.status === "claimed" && sameAgent(current.agent_id, agentId) && current.lease_until !== null && current.lease_until > isoNow(svc);
-  if (!holds) {
-    const how = `This is a turns room: wait for your turn (MCP my_turn, or GET /api/rooms/${room.uuid}/turns/mine?agent_id=${encodeURIComponent(agentId)}&wait=30), claim it (claim_turn, or POST .../turns/{turn_id}/claim) and answer with reply_turn (or POST .../turns/{turn_id}/reply {agent_id, lease_token, text, result}).`;
-    throw new ParleyError("not_your_turn", `It is not your turn. ${how}`, { status: 409 });
-  }
 }
 
 // ---- the passive monitor ----
 
 /** GET /health of a turns room: status and alerts; reads only. */
-export function turnsHealth(svc: Services, rawRoomId: string) {
-  const room = requireRoom(svc, rawRoomId);
-  const { turnsRoom, current, view } = stateOf(svc.store, room);
-  const replies = svc.store
-    .lastTurns(room.uuid, 12)
-    .filter((t) => t.message_id !== null)
-    .slice(-4)
-    .flatMap((t) => svc.store.listMessages(room.uuid, t.message_id! - 1, 1).map((m) => ({ agent_id: m.agentId, text: m.text })));
+export async function turnsHealth(svc: Services, rawRoomId: string) {
+  const room = await requireRoom(svc, rawRoomId);
+  const { turnsRoom, current, view } = await stateOf(svc.store, room);
+  const replied = (await svc.store.lastTurns(room.uuid, 12)).filter((t) => t.message_id !== null).slice(-4);
+  const replies = (await Promise.all(replied.map((t) => svc.store.listMessages(room.uuid, t.message_id! - 1, 1))))
+    .flat()
+    .map((m) => ({ agent_id: m.agentId, text: m.text }));
   return {
     status: turnsRoom.status,
     round: turnsRoom.round,

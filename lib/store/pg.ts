@@ -342,8 +342,6 @@ function writerOn(client: pg.PoolClient, heads: Heads): StoreWriter {
 export interface PgStoreOptions {
   /** Pool size per instance. */
   maxConnections?: number;
-  /** Called after each commit with the rooms it appended to and their new heads. */
-  onCommit?: (heads: Heads) => void;
 }
 
 /** Connects, applies the committed migrations (once, under an advisory lock) and returns the store. */
@@ -353,6 +351,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   // error must not crash the process.
   pool.on("error", () => {});
   await migrateOnce(pool);
+  const commitListeners: ((heads: ReadonlyMap<string, number>) => void)[] = [];
   // Reads outside a transaction take any pooled connection; a lost database answers 503.
   const pooled = { query: (config: pg.QueryConfig) => guarded(() => pool.query(config)) } as unknown as Queryable;
   const reader = readerOn(pooled);
@@ -374,7 +373,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
         await client.query(`SELECT pg_notify($1, $2)`, [NOTIFY_CHANNEL, JSON.stringify(announced.slice(i, i + NOTIFY_CHUNK))]);
       }
       await client.query("COMMIT");
-      if (heads.size > 0) options.onCommit?.(heads);
+      if (heads.size > 0) for (const listener of commitListeners) listener(heads);
       return value;
     } catch (err) {
       broken = isUnreachable(err);
@@ -389,6 +388,24 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   return {
     ...reader,
     dialect: "postgres",
+    onCommit: (listener) => void commitListeners.push(listener),
+    async snapshot(fn) {
+      const client = await guarded(() => pool.connect());
+      let broken = false;
+      try {
+        await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+        const value = await fn(readerOn(client));
+        await client.query("COMMIT");
+        return value;
+      } catch (err) {
+        broken = isUnreachable(err);
+        if (!broken) await client.query("ROLLBACK").catch(() => (broken = true));
+        if (broken) throw databaseUnavailable();
+        throw err;
+      } finally {
+        client.release(broken);
+      }
+    },
     pool,
     url,
     write,

@@ -213,5 +213,12 @@ export interface Store extends StoreReader {
    * one writer per room holds across instances and two batches cannot deadlock.
    */
   write<T>(rooms: readonly string[], fn: (tx: StoreWriter) => Promise<T>): Promise<T>;
+  /**
+   * Reads in one consistent snapshot of the database (a read-only transaction of its own): what a
+   * whole-room read (export, verify) needs so that no write lands between its queries.
+   */
+  snapshot<T>(fn: (reader: StoreReader) => Promise<T>): Promise<T>;
+  /** Hears every commit of this instance that appended events: the rooms and their new heads. */
+  onCommit(listener: (heads: ReadonlyMap<string, number>) => void): void;
   close(): Promise<void>;
 }

@@ -1,3 +1,10 @@
+// The embedded store: one SQLite file (WAL) under PARLEY_DATA_DIR, nothing to set up.
+//
+// Transactions can await, so two connections keep them apart: one write connection, used only by
+// the transaction that holds the writer lock (a promise chain: one write transaction at a time),
+// and one read connection for everything outside a transaction, which sees only committed rows.
+// No other request's statement can therefore run inside an open transaction, or see or lose its
+// uncommitted rows.
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
@@ -8,15 +15,11 @@ import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { and, asc, count, desc, eq, gt, lte, ne, sql } from "drizzle-orm";
 import * as schema from "./schema";
-import type { RoomListQuery, RoomRow, Store, StoreWriter } from "./types";
-import type { Auth, Discrepancy, Handshake, Revision, RevisionKind, Thread, ThreadStatus } from "../domain/ledger";
-import type { BoardAgent, TaskState, TaskStatus } from "../domain/tasks";
-import { deadlineOf, type TurnState, type TurnStatus, type TurnsRoom, type TurnsStatus } from "../domain/turns";
+import type { RoomListQuery, RoomRow, Store, StoreReader, StoreWriter } from "./repository";
+import { MemoryBuckets } from "./memory-limits";
+import * as rows from "./rows";
 
-const { rooms, events, messages, roomAgents, signatureNonces, threads, revisions, discrepancies, handshakes } = schema;
-const { tasks, boardAgents } = schema; // task board (issue 7)
-const { turnRooms, turns } = schema; // turns mode (issue 6)
-const ROOM_TABLES = [events, messages, roomAgents, signatureNonces, threads, revisions, discrepancies, handshakes, tasks, boardAgents, turnRooms, turns];
+const { rooms, events, messages, roomAgents, threads, revisions, discrepancies, handshakes, tasks, boardAgents, turnRooms, turns } = schema;
 const MIGRATIONS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../drizzle");
 
 const SORT_COLUMNS = {
@@ -26,197 +29,55 @@ const SORT_COLUMNS = {
   agents: [desc(rooms.agentCount), desc(rooms.lastActivityAt)],
 } as const;
 
-/** Opens (creating if needed) the SQLite database in dataDir and applies the committed migrations. */
-export function openSqliteStore(dataDir: string): Store {
-  fs.mkdirSync(dataDir, { recursive: true });
-  const file = path.join(dataDir, "parley.db");
-  const sqlite = new Database(file);
-  sqlite.pragma("journal_mode = WAL");
-  sqlite.pragma("busy_timeout = 5000");
-  sqlite.pragma("synchronous = NORMAL"); // WAL + NORMAL: commits survive a process crash and do not fsync
-  // WAL checkpoints (the fsyncs) run on another thread; the main thread only checkpoints if that
-  // thread falls far behind (about 40 MB of WAL).
-  sqlite.pragma("wal_autocheckpoint = 10000");
-  const checkpointer = startCheckpointer(file);
-  sqlite.pragma("foreign_keys = ON");
-  const db = drizzle(sqlite, { schema });
-  migrate(db, { migrationsFolder: MIGRATIONS });
+/** What a write transaction appended: the highest seq per room, announced after it commits. */
+export type Heads = Map<string, number>;
 
+function connect(file: string, readonly: boolean): Database.Database {
+  const db = new Database(file, { readonly });
+  db.pragma("busy_timeout = 5000");
+  if (!readonly) {
+    db.pragma("journal_mode = WAL");
+    db.pragma("synchronous = NORMAL"); // WAL + NORMAL: commits survive a process crash and do not fsync
+    // WAL checkpoints (the fsyncs) run on another thread; this connection only checkpoints if that
+    // thread falls far behind (about 40 MB of WAL).
+    db.pragma("wal_autocheckpoint = 10000");
+    db.pragma("foreign_keys = ON");
+  }
+  return db;
+}
+
+/** The reads, prepared once on one connection. Synchronous underneath; async to match PostgreSQL. */
+function readerOn(sqlite: Database.Database) {
+  const db = drizzle(sqlite, { schema });
   const p = sql.placeholder;
   /** A room that takes writes at `now`: open, and not past its expiry. */
   const liveRoom = (now: string) => and(eq(rooms.status, "open"), gt(rooms.expiresAt, now));
-  // The hot paths, prepared once.
   const getRoom = db.select().from(rooms).where(eq(rooms.uuid, p("uuid"))).prepare();
-  const listMessages = db
-    .select()
-    .from(messages)
-    .where(and(eq(messages.room, p("room")), gt(messages.seq, p("since"))))
-    .orderBy(asc(messages.seq))
-    .limit(p("limit"))
-    .prepare();
-  const tailMessages = db
-    .select()
-    .from(messages)
-    .where(eq(messages.room, p("room")))
-    .orderBy(desc(messages.seq))
-    .limit(p("limit"))
-    .prepare();
-  const hasMessage = db
-    .select({ seq: messages.seq })
-    .from(messages)
-    .where(and(eq(messages.room, p("room")), eq(messages.seq, p("seq"))))
-    .prepare();
-  const listEvents = db
-    .select()
-    .from(events)
-    .where(and(eq(events.room, p("room")), gt(events.seq, p("since"))))
-    .orderBy(asc(events.seq))
-    .limit(p("limit"))
-    .prepare();
+  const listMessages = db.select().from(messages).where(and(eq(messages.room, p("room")), gt(messages.seq, p("since")))).orderBy(asc(messages.seq)).limit(p("limit")).prepare();
+  const tailMessages = db.select().from(messages).where(eq(messages.room, p("room"))).orderBy(desc(messages.seq)).limit(p("limit")).prepare();
+  const hasMessage = db.select({ seq: messages.seq }).from(messages).where(and(eq(messages.room, p("room")), eq(messages.seq, p("seq")))).prepare();
+  const listEvents = db.select().from(events).where(and(eq(events.room, p("room")), gt(events.seq, p("since")))).orderBy(asc(events.seq)).limit(p("limit")).prepare();
   const leafHashes = db
     .select({ leafHash: events.leafHash })
     .from(events)
     .where(and(eq(events.room, p("room")), gt(events.seq, p("after")), lte(events.seq, p("size"))))
     .orderBy(asc(events.seq))
     .prepare();
-  const checkpointAt = db
-    .select({ checkpoint: events.checkpoint })
-    .from(events)
-    .where(and(eq(events.room, p("room")), eq(events.seq, p("size"))))
-    .prepare();
-  const agentKey = db
-    .select({ pubkeyHex: roomAgents.pubkeyHex })
-    .from(roomAgents)
-    .where(and(eq(roomAgents.room, p("room")), eq(roomAgents.agentId, p("agent"))))
-    .prepare();
-  const insertEvent = db.insert(events).values({
-    room: p("room"), seq: p("seq"), ts: p("ts"), type: p("type"), actor: p("actor"), payload: p("payload"),
-    server: p("server"), prev: p("prev"), sig: p("sig"), leafHash: p("leafHash"), checkpoint: p("checkpoint"),
-  }).prepare();
-  // drizzle types `set` without placeholders; a placeholder wrapped in sql`` is accepted.
-  const ph = (name: string) => sql`${p(name)}`;
-  const updateRoomAfterAppend = db.update(rooms).set({
-    headSize: ph("headSize"), headLeaf: ph("headLeaf"), headRoot: ph("headRoot"), frontier: ph("frontier"),
-    checkpoint: ph("checkpoint"), status: ph("status"), messageCount: ph("messageCount"), agentCount: ph("agentCount"),
-    lastActivityAt: ph("lastActivityAt"), expiresAt: ph("expiresAt"),
-  }).where(eq(rooms.uuid, p("uuid"))).prepare();
-  const insertMessage = db.insert(messages).values({
-    room: p("room"), seq: p("seq"), agentId: p("agentId"), text: p("text"), ts: p("ts"), replyTo: p("replyTo"),
-    auth: p("auth"), keyRef: p("keyRef"), pubkeyHex: p("pubkeyHex"), signatureHex: p("signatureHex"),
-    tsIso: p("tsIso"), memoryRoot: p("memoryRoot"), hash: p("hash"),
-  }).prepare();
-  const useNonce = db
-    .insert(signatureNonces)
-    .values({ room: p("room"), pubkeyHex: p("pubkey"), nonce: p("nonce"), seq: p("seq") })
-    .onConflictDoNothing()
-    .prepare();
-  // An agent counts from its first message; a row made by pinning a key (first_seq 0: a signed
-  // claim, join or thread before any message) is not one yet.
-  const addAgent = sqlite.prepare(
-    `INSERT INTO room_agents (room, agent_id, first_seq) VALUES (@room, @agent, @seq)
-     ON CONFLICT (room, agent_id) DO UPDATE SET first_seq = excluded.first_seq WHERE room_agents.first_seq = 0`,
-  );
-
-  // ---- task board (issue 7) ----
+  const checkpointAt = db.select({ checkpoint: events.checkpoint }).from(events).where(and(eq(events.room, p("room")), eq(events.seq, p("size")))).prepare();
+  const agentKey = db.select({ pubkeyHex: roomAgents.pubkeyHex }).from(roomAgents).where(and(eq(roomAgents.room, p("room")), eq(roomAgents.agentId, p("agent")))).prepare();
+  // rowid order is id order: a task's row is inserted with its task.created event and only updated after.
   const openAtPriority = db.select().from(tasks)
     .where(and(eq(tasks.room, p("room")), eq(tasks.status, "open"), eq(tasks.priority, p("priority"))))
     .orderBy(sql`rowid`).limit(p("limit")).offset(p("offset")).prepare();
   const getTaskRow = db.select().from(tasks).where(and(eq(tasks.room, p("room")), eq(tasks.id, p("id")))).prepare();
   const getBoardAgentRow = db.select().from(boardAgents).where(and(eq(boardAgents.room, p("room")), eq(boardAgents.agentId, p("agentId")))).prepare();
-  // The upserts on the claim path, prepared once (plain SQL: drizzle builds an upsert per call).
-  const upsertTask = sqlite.prepare(
-    `INSERT INTO tasks (room, id, status, priority, claimant, lease_until, lease_hash, data)
-     VALUES (@room, @id, @status, @priority, @claimant, @leaseUntil, @leaseHash, @data)
-     ON CONFLICT (room, id) DO UPDATE SET status = excluded.status, priority = excluded.priority, claimant = excluded.claimant,
-       lease_until = excluded.lease_until, lease_hash = excluded.lease_hash, data = excluded.data`,
-  );
-  const upsertBoardAgent = sqlite.prepare(
-    `INSERT INTO board_agents (room, agent_id, capabilities, auth, key_ref, last_seen, lost)
-     VALUES (@room, @agentId, @capabilities, @auth, @keyRef, @lastSeen, @lost)
-     ON CONFLICT (room, agent_id) DO UPDATE SET capabilities = excluded.capabilities, auth = excluded.auth, key_ref = excluded.key_ref,
-       last_seen = excluded.last_seen, lost = excluded.lost`,
-  );
-  const board = {
-    getTask: (room: string, id: number) => {
-      const row = getTaskRow.get({ room, id });
-      return row && toTask(row);
-    },
-    listTasks: (room: string, status?: TaskStatus) =>
-      db.select().from(tasks).where(and(eq(tasks.room, room), status === undefined ? undefined : eq(tasks.status, status))).orderBy(asc(tasks.id)).all().map(toTask),
-    // rowid order is id order: a task's row is inserted with its task.created event and only updated after.
-    openTasksAtPriority: (room: string, priority: number, limit: number, offset: number) =>
-      openAtPriority.all({ room, priority, limit, offset }).map(toTask),
-    listBoardAgents: (room: string) =>
-      db.select().from(boardAgents).where(eq(boardAgents.room, room)).orderBy(asc(boardAgents.agentId)).all().map(toBoardAgent),
-    getBoardAgent: (room: string, agentId: string) => {
-      const row = getBoardAgentRow.get({ room, agentId });
-      return row && toBoardAgent(row);
-    },
-    // Both only in live rooms: a closed room's board stands still until it is reopened, and an
-    // expired one waits to be purged (the sweepers would otherwise find the same rows forever).
-    expiredLeases: (now: string, limit: number) =>
-      db.select({ room: tasks.room, id: tasks.id }).from(tasks).innerJoin(rooms, eq(rooms.uuid, tasks.room))
-        .where(and(eq(tasks.status, "claimed"), lte(tasks.leaseUntil, now), liveRoom(now))).limit(limit).all(),
-    silentAgents: (cutoff: string, now: string, limit: number) =>
-      db.select({ room: boardAgents.room, agentId: boardAgents.agentId }).from(boardAgents).innerJoin(rooms, eq(rooms.uuid, boardAgents.room))
-        .where(and(eq(boardAgents.lost, false), lte(boardAgents.lastSeen, cutoff), liveRoom(now))).limit(limit).all(),
-  };
-  const boardWriter = {
-    saveTask(room: string, t: TaskState) {
-      const { status, priority, claimant, lease_until, lease_hash, ...rest } = t;
-      upsertTask.run({ room, id: t.id, status, priority, claimant, leaseUntil: lease_until, leaseHash: lease_hash, data: JSON.stringify(rest) });
-    },
-    saveBoardAgent(room: string, a: BoardAgent) {
-      upsertBoardAgent.run({ room, agentId: a.agent_id, capabilities: JSON.stringify(a.capabilities), auth: a.auth, keyRef: a.key_ref, lastSeen: a.last_seen, lost: a.lost ? 1 : 0 });
-    },
-  };
-
-  // ---- turns mode (issue 6) ----
   const getTurnsRoomRow = db.select().from(turnRooms).where(eq(turnRooms.room, p("room"))).prepare();
   const getTurnRow = db.select().from(turns).where(and(eq(turns.room, p("room")), eq(turns.id, p("id")))).prepare();
-  const upsertTurnsRoom = sqlite.prepare(
-    `INSERT INTO turn_rooms (room, status, data) VALUES (@room, @status, @data)
-     ON CONFLICT (room) DO UPDATE SET status = excluded.status, data = excluded.data`,
-  );
-  const upsertTurn = sqlite.prepare(
-    `INSERT INTO turns (room, id, agent_id, status, deadline, lease_hash, data) VALUES (@room, @id, @agentId, @status, @deadline, @leaseHash, @data)
-     ON CONFLICT (room, id) DO UPDATE SET agent_id = excluded.agent_id, status = excluded.status, deadline = excluded.deadline,
-       lease_hash = excluded.lease_hash, data = excluded.data`,
-  );
-  const turnsReader = {
-    getTurnsRoom: (room: string) => {
-      const row = getTurnsRoomRow.get({ room });
-      return row && toTurnsRoom(row);
-    },
-    getTurn: (room: string, id: number) => {
-      const row = getTurnRow.get({ room, id });
-      return row && toTurn(row);
-    },
-    listTurns: (room: string) => db.select().from(turns).where(eq(turns.room, room)).orderBy(asc(turns.id)).all().map(toTurn),
-    lastTurns: (room: string, limit: number) =>
-      db.select().from(turns).where(eq(turns.room, room)).orderBy(desc(turns.id)).limit(limit).all().map(toTurn).reverse(),
-    // Only in live rooms: a closed room's clock stands still until it is reopened.
-    dueTurns: (now: string, limit: number) =>
-      db.select({ room: turns.room, id: turns.id }).from(turns).innerJoin(rooms, eq(rooms.uuid, turns.room))
-        .where(and(sql`${turns.status} IN ('ready', 'claimed')`, lte(turns.deadline, now), liveRoom(now))).limit(limit).all(),
-  };
-  const turnsWriter = {
-    saveTurnsRoom(room: string, r: TurnsRoom) {
-      const { status, ...rest } = r;
-      upsertTurnsRoom.run({ room, status, data: JSON.stringify(rest) });
-    },
-    saveTurn(room: string, t: TurnState) {
-      const { agent_id, status, lease_hash, ...rest } = t;
-      const deadline = deadlineOf(t);
-      upsertTurn.run({ room, id: t.id, agentId: agent_id, status, deadline, leaseHash: lease_hash, data: JSON.stringify(rest) });
-    },
-  };
+  const ping = sqlite.prepare("select 1");
 
-  const reader = {
-    ...board,
-    ...turnsReader,
-    getRoom: (uuid: string) => getRoom.get({ uuid }),
-    listPublicRooms(query: RoomListQuery) {
+  const reader: StoreReader = {
+    getRoom: async (uuid) => getRoom.get({ uuid }),
+    async listPublicRooms(query: RoomListQuery) {
       const where = and(
         eq(rooms.isPublic, true),
         ne(rooms.status, "expired"),
@@ -224,123 +85,288 @@ export function openSqliteStore(dataDir: string): Store {
         // Wildcards in the search text are literal: escape them and name the escape character.
         query.q ? sql`${rooms.description} LIKE ${`%${escapeLike(query.q)}%`} ESCAPE '\\'` : undefined,
       );
-      const rows = db
-        .select()
-        .from(rooms)
-        .where(where)
-        .orderBy(...SORT_COLUMNS[query.sort])
-        .limit(query.limit)
-        .offset(query.offset)
-        .all();
+      const list = db.select().from(rooms).where(where).orderBy(...SORT_COLUMNS[query.sort]).limit(query.limit).offset(query.offset).all();
       const total = db.select({ n: count() }).from(rooms).where(where).get()?.n ?? 0;
-      return { rows, total };
+      return { rows: list, total };
     },
-    listMessages: (room: string, since: number, limit: number) => listMessages.all({ room, since, limit }),
-    tailMessages: (room: string, limit: number) => tailMessages.all({ room, limit }).reverse(),
-    hasMessage: (room: string, seq: number) => hasMessage.get({ room, seq }) !== undefined,
-    listEvents: (room: string, since: number, limit: number) => listEvents.all({ room, since, limit }),
-    leafHashes: (room: string, size: number, after = 0) => leafHashes.all({ room, size, after }).map((r) => r.leafHash),
-    checkpointAt: (room: string, size: number) => checkpointAt.get({ room, size })?.checkpoint,
-    agentKey: (room: string, agent: string) => agentKey.get({ room, agent }),
-    ping: () => void sqlite.prepare("select 1").get(),
-    getThread(room: string, id: number) {
-      const row = db.select().from(threads).where(and(eq(threads.room, room), eq(threads.id, id))).get();
-      return row && { thread: toThread(row), openerKey: row.openerKey };
-    },
-    listThreads: (room: string) => db.select().from(threads).where(eq(threads.room, room)).orderBy(asc(threads.id)).all().map(toThread),
-    listRevisions: (room: string, threadId?: number) =>
-      db
-        .select()
-        .from(revisions)
-        .where(and(eq(revisions.room, room), threadId === undefined ? undefined : eq(revisions.threadId, threadId)))
-        .orderBy(asc(revisions.id))
-        .all()
-        .map(toRevision),
-    listDiscrepancies: (room: string) =>
-      db.select().from(discrepancies).where(eq(discrepancies.room, room)).orderBy(asc(discrepancies.id)).all().map(toDiscrepancy),
-    listHandshakes: (room: string) =>
-      db.select().from(handshakes).where(eq(handshakes.room, room)).orderBy(asc(handshakes.id)).all().map(toHandshake),
-    counts: () => ({
+    listEvents: async (room, since, limit) => listEvents.all({ room, since, limit }),
+    leafHashes: async (room, size, after = 0) => leafHashes.all({ room, size, after }).map((r) => r.leafHash),
+    checkpointAt: async (room, size) => checkpointAt.get({ room, size })?.checkpoint,
+    agentKey: async (room, agent) => agentKey.get({ room, agent }),
+    expiredRooms: async (now, limit) =>
+      db.select({ uuid: rooms.uuid }).from(rooms).where(and(lte(rooms.expiresAt, now), ne(rooms.status, "expired"))).limit(limit).all().map((r) => r.uuid),
+    counts: async () => ({
       rooms: db.select({ n: count() }).from(rooms).where(ne(rooms.status, "expired")).get()?.n ?? 0,
       events: db.select({ n: count() }).from(events).get()?.n ?? 0,
     }),
-  };
+    ping: async () => void ping.get(),
 
-  const writer: StoreWriter = {
-    ...reader,
-    ...boardWriter,
-    ...turnsWriter,
-    insertRoom: (row: RoomRow) => void db.insert(rooms).values(row).run(),
-    updateRoomAfterAppend: (uuid, room) => void updateRoomAfterAppend.run({ ...room, uuid }),
-    insertEvent: (row) => void insertEvent.run({ ...row, sig: row.sig ?? null }),
-    insertMessage: (row) => void insertMessage.run(row),
-    addAgent: (room, agent, seq) => addAgent.run({ room, agent, seq }).changes === 1,
-    updateArbiterState: (uuid, state) => void db.update(rooms).set(state).where(eq(rooms.uuid, uuid)).run(),
-    saveThread(room, t, openerKey) {
-      const row = {
-        room, id: t.id, subject: t.subject, subjectKey: t.subject_key, currentValue: t.current_value, status: t.status,
-        openedBy: t.opened_by, openedByAuth: t.opened_by_auth, openerKey, revisionsCount: t.revisions_count,
-        lastRevision: JSON.stringify(t.last_revision), confirmations: JSON.stringify(t.confirmations), createdAt: t.created_at, updatedAt: t.updated_at,
-      };
-      db.insert(threads).values(row).onConflictDoUpdate({ target: [threads.room, threads.id], set: row }).run();
-    },
-    insertRevision(room, r) {
-      db.insert(revisions).values({
-        room, id: r.id, threadId: r.thread_id, kind: r.kind, value: r.value, authorAgentId: r.author_agent_id, auth: r.auth,
-        via: r.via, sourceMsgId: r.source_msg_id, quote: r.quote, createdAt: r.created_at,
-      }).run();
-    },
-    saveDiscrepancy(room, d) {
-      const row = {
-        room, id: d.id, threadId: d.thread_id, description: d.description, severity: d.severity, sourceMsgId: d.source_msg_id,
-        recordedBy: d.recorded_by, status: d.status, resolvedBy: d.resolved_by, createdAt: d.created_at, resolvedAt: d.resolved_at,
-      };
-      db.insert(discrepancies).values(row).onConflictDoUpdate({ target: [discrepancies.room, discrepancies.id], set: row }).run();
-    },
-    insertHandshake(room, h) {
-      db.insert(handshakes).values({
-        room, id: h.id, agentId: h.agent_id, contextHash: h.context_hash, auth: h.auth, pubkeyHex: h.pubkey_hex,
-        signatureHex: h.signature_hex, ts: h.ts, nonce: h.nonce, createdAt: h.created_at,
-      }).run();
-    },
-    useNonce: (room, pubkey, nonce, seq) => useNonce.run({ room, pubkey, nonce, seq }).changes === 1,
-    pinAgentKey: (room, agentId, pubkeyHex) =>
-      void db
-        .insert(roomAgents)
-        .values({ room, agentId, firstSeq: 0, pubkeyHex })
-        .onConflictDoUpdate({ target: [roomAgents.room, roomAgents.agentId], set: { pubkeyHex } })
-        .run(),
-    deleteRoomData(uuid, keepTombstone) {
-      for (const table of ROOM_TABLES) {
-        db.delete(table).where(eq(table.room, uuid)).run();
-      }
-      if (keepTombstone) {
-        db.update(rooms).set({ status: "expired", description: "", frontier: "[]", checkpoint: "" })
-          .where(eq(rooms.uuid, uuid)).run();
-      } else {
-        db.delete(rooms).where(eq(rooms.uuid, uuid)).run();
-      }
-    },
-    expiredRooms: (now, limit) =>
-      db
-        .select({ uuid: rooms.uuid })
-        .from(rooms)
-        .where(and(lte(rooms.expiresAt, now), ne(rooms.status, "expired")))
-        .limit(limit)
-        .all()
-        .map((r) => r.uuid),
-  };
+    listMessages: async (room, since, limit) => listMessages.all({ room, since, limit }),
+    tailMessages: async (room, limit) => tailMessages.all({ room, limit }).reverse(),
+    hasMessage: async (room, seq) => hasMessage.get({ room, seq }) !== undefined,
 
-  // One immediate transaction per write: concurrent writers queue on SQLite's lock, so a room's
-  // seq and prev chain can never fork, even with several processes on one file.
-  const immediate = sqlite.transaction((fn: (tx: StoreWriter) => unknown) => fn(writer));
+    async getThread(room, id) {
+      const row = db.select().from(threads).where(and(eq(threads.room, room), eq(threads.id, id))).get();
+      return row && { thread: rows.toThread(row), openerKey: row.openerKey };
+    },
+    listThreads: async (room) => db.select().from(threads).where(eq(threads.room, room)).orderBy(asc(threads.id)).all().map(rows.toThread),
+    listRevisions: async (room, threadId) =>
+      db.select().from(revisions)
+        .where(and(eq(revisions.room, room), threadId === undefined ? undefined : eq(revisions.threadId, threadId)))
+        .orderBy(asc(revisions.id)).all().map(rows.toRevision),
+    listDiscrepancies: async (room) => db.select().from(discrepancies).where(eq(discrepancies.room, room)).orderBy(asc(discrepancies.id)).all().map(rows.toDiscrepancy),
+    listHandshakes: async (room) => db.select().from(handshakes).where(eq(handshakes.room, room)).orderBy(asc(handshakes.id)).all().map(rows.toHandshake),
+
+    getTask: async (room, id) => {
+      const row = getTaskRow.get({ room, id });
+      return row && rows.toTask(row);
+    },
+    listTasks: async (room, status) =>
+      db.select().from(tasks).where(and(eq(tasks.room, room), status === undefined ? undefined : eq(tasks.status, status))).orderBy(asc(tasks.id)).all().map(rows.toTask),
+    openTasksAtPriority: async (room, priority, limit, offset) => openAtPriority.all({ room, priority, limit, offset }).map(rows.toTask),
+    listBoardAgents: async (room) => db.select().from(boardAgents).where(eq(boardAgents.room, room)).orderBy(asc(boardAgents.agentId)).all().map(rows.toBoardAgent),
+    getBoardAgent: async (room, agentId) => {
+      const row = getBoardAgentRow.get({ room, agentId });
+      return row && rows.toBoardAgent(row);
+    },
+    // Both only in live rooms: a closed room's board stands still until it is reopened, and an
+    // expired one waits to be purged (the sweepers would otherwise find the same rows forever).
+    expiredLeases: async (now, limit) =>
+      db.select({ room: tasks.room, id: tasks.id }).from(tasks).innerJoin(rooms, eq(rooms.uuid, tasks.room))
+        .where(and(eq(tasks.status, "claimed"), lte(tasks.leaseUntil, now), liveRoom(now))).limit(limit).all(),
+    silentAgents: async (cutoff, now, limit) =>
+      db.select({ room: boardAgents.room, agentId: boardAgents.agentId }).from(boardAgents).innerJoin(rooms, eq(rooms.uuid, boardAgents.room))
+        .where(and(eq(boardAgents.lost, false), lte(boardAgents.lastSeen, cutoff), liveRoom(now))).limit(limit).all(),
+
+    getTurnsRoom: async (room) => {
+      const row = getTurnsRoomRow.get({ room });
+      return row && rows.toTurnsRoom(row);
+    },
+    getTurn: async (room, id) => {
+      const row = getTurnRow.get({ room, id });
+      return row && rows.toTurn(row);
+    },
+    listTurns: async (room) => db.select().from(turns).where(eq(turns.room, room)).orderBy(asc(turns.id)).all().map(rows.toTurn),
+    lastTurns: async (room, limit) => db.select().from(turns).where(eq(turns.room, room)).orderBy(desc(turns.id)).limit(limit).all().map(rows.toTurn).reverse(),
+    // Only in live rooms: a closed room's clock stands still until it is reopened.
+    dueTurns: async (now, limit) =>
+      db.select({ room: turns.room, id: turns.id }).from(turns).innerJoin(rooms, eq(rooms.uuid, turns.room))
+        .where(and(sql`${turns.status} IN ('ready', 'claimed')`, lte(turns.deadline, now), liveRoom(now))).limit(limit).all(),
+  };
+  return { reader, db };
+}
+
+/** The writes, prepared once on the write connection; `heads` collects what the open transaction appended. */
+function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter {
+  const { reader, db } = readerOn(sqlite);
+  const prep = (text: string) => sqlite.prepare(text);
+  const insertRoom = prep(
+    `INSERT INTO rooms (uuid, description, is_public, protocol_mode, mode, status, owner_token_hash, created_at, last_activity_at, expires_at,
+       message_count, agent_count, head_size, head_leaf, head_root, frontier, checkpoint, arbiter_watermark, arbiter_calls, arbiter_tokens,
+       arbiter_items, last_extraction_error)
+     VALUES (@uuid, @description, @isPublic, @protocolMode, @mode, @status, @ownerTokenHash, @createdAt, @lastActivityAt, @expiresAt,
+       @messageCount, @agentCount, @headSize, @headLeaf, @headRoot, @frontier, @checkpoint, @arbiterWatermark, @arbiterCalls, @arbiterTokens,
+       @arbiterItems, @lastExtractionError)`,
+  );
+  const updateRoomAfterAppend = prep(
+    `UPDATE rooms SET head_size = @headSize, head_leaf = @headLeaf, head_root = @headRoot, frontier = @frontier, checkpoint = @checkpoint,
+       status = @status, message_count = @messageCount, agent_count = @agentCount, last_activity_at = @lastActivityAt, expires_at = @expiresAt
+     WHERE uuid = @uuid`,
+  );
+  const insertEvent = prep(
+    `INSERT INTO events (room, seq, ts, type, actor, payload, server, prev, sig, leaf_hash, checkpoint)
+     VALUES (@room, @seq, @ts, @type, @actor, @payload, @server, @prev, @sig, @leafHash, @checkpoint)`,
+  );
+  const insertMessage = prep(
+    `INSERT INTO messages (room, seq, agent_id, text, ts, reply_to, auth, key_ref, pubkey_hex, signature_hex, ts_iso, memory_root, hash)
+     VALUES (@room, @seq, @agentId, @text, @ts, @replyTo, @auth, @keyRef, @pubkeyHex, @signatureHex, @tsIso, @memoryRoot, @hash)`,
+  );
+  const useNonce = prep(`INSERT INTO signature_nonces (room, pubkey_hex, nonce, seq) VALUES (@room, @pubkey, @nonce, @seq) ON CONFLICT DO NOTHING`);
+  // An agent counts from its first message; a row made by pinning a key (first_seq 0: a signed
+  // claim, join or thread before any message) is not one yet.
+  const addAgent = prep(
+    `INSERT INTO room_agents (room, agent_id, first_seq) VALUES (@room, @agent, @seq)
+     ON CONFLICT (room, agent_id) DO UPDATE SET first_seq = excluded.first_seq WHERE room_agents.first_seq = 0`,
+  );
+  const pinAgentKey = prep(
+    `INSERT INTO room_agents (room, agent_id, first_seq, pubkey_hex) VALUES (@room, @agentId, 0, @pubkeyHex)
+     ON CONFLICT (room, agent_id) DO UPDATE SET pubkey_hex = excluded.pubkey_hex`,
+  );
+  const saveThread = prep(
+    `INSERT INTO threads (room, id, subject, subject_key, current_value, status, opened_by, opened_by_auth, opener_key, revisions_count,
+       last_revision, confirmations, created_at, updated_at)
+     VALUES (@room, @id, @subject, @subjectKey, @currentValue, @status, @openedBy, @openedByAuth, @openerKey, @revisionsCount,
+       @lastRevision, @confirmations, @createdAt, @updatedAt)
+     ON CONFLICT (room, id) DO UPDATE SET subject = excluded.subject, subject_key = excluded.subject_key, current_value = excluded.current_value,
+       status = excluded.status, opened_by = excluded.opened_by, opened_by_auth = excluded.opened_by_auth, opener_key = excluded.opener_key,
+       revisions_count = excluded.revisions_count, last_revision = excluded.last_revision, confirmations = excluded.confirmations,
+       created_at = excluded.created_at, updated_at = excluded.updated_at`,
+  );
+  const insertRevision = prep(
+    `INSERT INTO revisions (room, id, thread_id, kind, value, author_agent_id, auth, via, source_msg_id, quote, created_at)
+     VALUES (@room, @id, @threadId, @kind, @value, @authorAgentId, @auth, @via, @sourceMsgId, @quote, @createdAt)`,
+  );
+  const saveDiscrepancy = prep(
+    `INSERT INTO discrepancies (room, id, thread_id, description, severity, source_msg_id, recorded_by, status, resolved_by, created_at, resolved_at)
+     VALUES (@room, @id, @threadId, @description, @severity, @sourceMsgId, @recordedBy, @status, @resolvedBy, @createdAt, @resolvedAt)
+     ON CONFLICT (room, id) DO UPDATE SET thread_id = excluded.thread_id, description = excluded.description, severity = excluded.severity,
+       source_msg_id = excluded.source_msg_id, recorded_by = excluded.recorded_by, status = excluded.status, resolved_by = excluded.resolved_by,
+       created_at = excluded.created_at, resolved_at = excluded.resolved_at`,
+  );
+  const insertHandshake = prep(
+    `INSERT INTO handshakes (room, id, agent_id, context_hash, auth, pubkey_hex, signature_hex, ts, nonce, created_at)
+     VALUES (@room, @id, @agentId, @contextHash, @auth, @pubkeyHex, @signatureHex, @ts, @nonce, @createdAt)`,
+  );
+  const upsertTask = prep(
+    `INSERT INTO tasks (room, id, status, priority, claimant, lease_until, lease_hash, data)
+     VALUES (@room, @id, @status, @priority, @claimant, @leaseUntil, @leaseHash, @data)
+     ON CONFLICT (room, id) DO UPDATE SET status = excluded.status, priority = excluded.priority, claimant = excluded.claimant,
+       lease_until = excluded.lease_until, lease_hash = excluded.lease_hash, data = excluded.data`,
+  );
+  const upsertBoardAgent = prep(
+    `INSERT INTO board_agents (room, agent_id, capabilities, auth, key_ref, last_seen, lost)
+     VALUES (@room, @agentId, @capabilities, @auth, @keyRef, @lastSeen, @lost)
+     ON CONFLICT (room, agent_id) DO UPDATE SET capabilities = excluded.capabilities, auth = excluded.auth, key_ref = excluded.key_ref,
+       last_seen = excluded.last_seen, lost = excluded.lost`,
+  );
+  const upsertTurnsRoom = prep(`INSERT INTO turn_rooms (room, status, data) VALUES (@room, @status, @data) ON CONFLICT (room) DO UPDATE SET status = excluded.status, data = excluded.data`);
+  const upsertTurn = prep(
+    `INSERT INTO turns (room, id, agent_id, status, deadline, lease_hash, data) VALUES (@room, @id, @agentId, @status, @deadline, @leaseHash, @data)
+     ON CONFLICT (room, id) DO UPDATE SET agent_id = excluded.agent_id, status = excluded.status, deadline = excluded.deadline,
+       lease_hash = excluded.lease_hash, data = excluded.data`,
+  );
+  const deleteRoom = prep(`DELETE FROM rooms WHERE uuid = ? RETURNING *`);
+  const bool = (b: boolean) => (b ? 1 : 0);
+  let savepoints = 0;
 
   return {
     ...reader,
-    write: <T>(fn: (tx: StoreWriter) => T) => immediate.immediate(fn) as T,
-    close() {
+    insertRoom: async (r) => void insertRoom.run({ ...r, isPublic: bool(r.isPublic) }),
+    updateRoomAfterAppend: async (uuid, r) => void updateRoomAfterAppend.run({ ...r, uuid }),
+    updateArbiterState: async (uuid, state) => void db.update(rooms).set(state).where(eq(rooms.uuid, uuid)).run(),
+    async insertEvent(e) {
+      insertEvent.run({ ...e, sig: e.sig ?? null });
+      heads.set(e.room, Math.max(heads.get(e.room) ?? 0, e.seq));
+    },
+    addAgent: async (room, agent, seq) => addAgent.run({ room, agent, seq }).changes === 1,
+    useNonce: async (room, pubkey, nonce, seq) => useNonce.run({ room, pubkey, nonce, seq }).changes === 1,
+    pinAgentKey: async (room, agentId, pubkeyHex) => void pinAgentKey.run({ room, agentId, pubkeyHex }),
+    async deleteRoomData(uuid, keepTombstone) {
+      // The cascade removes every row the room had; a tombstone is a fresh rooms row with no data.
+      const gone = deleteRoom.get(uuid) as Record<string, unknown> | undefined;
+      if (gone && keepTombstone) {
+        const row = fromRawRoom(gone);
+        insertRoom.run({ ...row, isPublic: bool(row.isPublic), status: "expired", description: "", frontier: "[]", checkpoint: "" });
+      }
+    },
+    insertMessage: async (m) => void insertMessage.run(m),
+    saveThread: async (room, t, openerKey) => void saveThread.run({ room, ...rows.threadRow(t, openerKey) }),
+    insertRevision: async (room, r) => void insertRevision.run({ room, ...rows.revisionRow(r) }),
+    saveDiscrepancy: async (room, d) => void saveDiscrepancy.run({ room, ...rows.discrepancyRow(d) }),
+    insertHandshake: async (room, h) => void insertHandshake.run({ room, ...rows.handshakeRow(h) }),
+    saveTask: async (room, t) => void upsertTask.run({ room, ...rows.taskRow(t) }),
+    saveBoardAgent: async (room, a) => {
+      const r = rows.boardAgentRow(a);
+      upsertBoardAgent.run({ room, ...r, lost: bool(r.lost) });
+    },
+    saveTurnsRoom: async (room, r) => void upsertTurnsRoom.run({ room, ...rows.turnsRoomRow(r) }),
+    saveTurn: async (room, t) => void upsertTurn.run({ room, ...rows.turnRow(t) }),
+    async savepoint<T>(fn: () => Promise<T>): Promise<T> {
+      const name = `sp${++savepoints}`;
+      const before = new Map(heads);
+      sqlite.exec(`SAVEPOINT ${name}`);
+      try {
+        const value = await fn();
+        sqlite.exec(`RELEASE ${name}`);
+        return value;
+      } catch (err) {
+        sqlite.exec(`ROLLBACK TO ${name}`);
+        sqlite.exec(`RELEASE ${name}`);
+        heads.clear();
+        for (const [room, seq] of before) heads.set(room, seq); // its appends were rolled back
+        throw err;
+      }
+    },
+  };
+}
+
+/** A rooms row as DELETE … RETURNING * gives it (snake_case, integers for booleans). */
+function fromRawRoom(r: Record<string, unknown>): RoomRow {
+  const g = <T>(k: string) => r[k] as T;
+  return {
+    uuid: g("uuid"), description: g("description"), isPublic: g<number>("is_public") === 1, protocolMode: g("protocol_mode"), mode: g("mode"),
+    status: g("status"), ownerTokenHash: g("owner_token_hash"), createdAt: g("created_at"), lastActivityAt: g("last_activity_at"),
+    expiresAt: g("expires_at"), messageCount: g("message_count"), agentCount: g("agent_count"), headSize: g("head_size"), headLeaf: g("head_leaf"),
+    headRoot: g("head_root"), frontier: g("frontier"), checkpoint: g("checkpoint"), arbiterWatermark: g("arbiter_watermark"),
+    arbiterCalls: g("arbiter_calls"), arbiterTokens: g("arbiter_tokens"), arbiterItems: g("arbiter_items"), lastExtractionError: g("last_extraction_error"),
+  };
+}
+
+/** Opens (creating if needed) the SQLite database in dataDir and applies the committed migrations. */
+export function openSqliteStore(dataDir: string): Store {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const file = path.join(dataDir, "parley.db");
+  const writeConn = connect(file, false);
+  migrate(drizzle(writeConn, { schema }), { migrationsFolder: MIGRATIONS });
+  const readConn = connect(file, true);
+  const checkpointer = startCheckpointer(file);
+  const { reader } = readerOn(readConn);
+  const heads: Heads = new Map();
+  const tx = writerOn(writeConn, heads);
+  const commitListeners: ((heads: ReadonlyMap<string, number>) => void)[] = [];
+
+  // The writer lock: each write transaction runs after the previous one has settled.
+  let tail: Promise<unknown> = Promise.resolve();
+  function write<T>(_rooms: readonly string[], fn: (tx: StoreWriter) => Promise<T>): Promise<T> {
+    const run = async (): Promise<T> => {
+      heads.clear();
+      // IMMEDIATE: the file's write lock from the start, so another process on the same file
+      // waits (busy_timeout) instead of failing at commit.
+      writeConn.exec("BEGIN IMMEDIATE");
+      let value: T;
+      try {
+        value = await fn(tx);
+        writeConn.exec("COMMIT");
+      } catch (err) {
+        if (writeConn.inTransaction) writeConn.exec("ROLLBACK");
+        heads.clear();
+        throw err;
+      }
+      const committed = new Map(heads);
+      heads.clear();
+      if (committed.size > 0) for (const listener of commitListeners) listener(committed);
+      return value;
+    };
+    const result = tail.then(run, run);
+    tail = result.catch(() => {});
+    return result;
+  }
+
+  return {
+    ...reader,
+    dialect: "sqlite",
+    write,
+    // Rate limits and job leases of a single process: in memory (one instance, nothing to share).
+    limits: new MemoryBuckets(),
+    jobs: { leaseJob: async () => true, releaseJob: async () => {} },
+    onCommit: (listener) => void commitListeners.push(listener),
+    async snapshot(fn) {
+      // A connection of its own: its read transaction holds one WAL snapshot without holding back
+      // the readers of the shared read connection.
+      const conn = connect(file, true);
+      try {
+        conn.exec("BEGIN");
+        const { reader: r } = readerOn(conn);
+        return await fn(r);
+      } finally {
+        conn.close();
+      }
+    },
+    async close() {
+      await tail.catch(() => {});
       void checkpointer.terminate();
-      sqlite.close();
+      readConn.close();
+      writeConn.close();
     },
   };
 }
@@ -366,74 +392,4 @@ function startCheckpointer(file: string): Worker {
   worker.on("error", (err) => console.error("WAL checkpointer stopped:", err.message));
   worker.unref();
   return worker;
-}
-
-function toRevision(r: typeof revisions.$inferSelect): Revision {
-  return {
-    id: r.id, thread_id: r.threadId, kind: r.kind as RevisionKind, value: r.value, author_agent_id: r.authorAgentId, auth: r.auth as Auth,
-    via: r.via as Revision["via"], source_msg_id: r.sourceMsgId, quote: r.quote, created_at: r.createdAt, seq: r.id,
-  };
-}
-
-function toThread(r: typeof threads.$inferSelect): Thread {
-  return {
-    id: r.id, subject: r.subject, subject_key: r.subjectKey, current_value: r.currentValue, status: r.status as ThreadStatus,
-    opened_by: r.openedBy, opened_by_auth: r.openedByAuth as Auth, revisions_count: r.revisionsCount,
-    last_revision: JSON.parse(r.lastRevision) as Revision, confirmations: JSON.parse(r.confirmations) as Thread["confirmations"],
-    created_at: r.createdAt, updated_at: r.updatedAt,
-  };
-}
-
-function toDiscrepancy(r: typeof discrepancies.$inferSelect): Discrepancy {
-  return {
-    id: r.id, thread_id: r.threadId, description: r.description, severity: r.severity as Discrepancy["severity"], source_msg_id: r.sourceMsgId,
-    recorded_by: r.recordedBy, status: r.status as Discrepancy["status"], resolved_by: r.resolvedBy, created_at: r.createdAt, resolved_at: r.resolvedAt,
-  };
-}
-
-function toHandshake(r: typeof handshakes.$inferSelect): Handshake {
-  return {
-    id: r.id, agent_id: r.agentId, context_hash: r.contextHash, auth: r.auth as Auth, pubkey_hex: r.pubkeyHex,
-    signature_hex: r.signatureHex, ts: r.ts, nonce: r.nonce, created_at: r.createdAt,
-  };
-}
-
-// ---- task board (issue 7) ----
-function toTask(r: typeof tasks.$inferSelect): TaskState {
-  const rest = JSON.parse(r.data) as Omit<TaskState, "status" | "priority" | "claimant" | "lease_until" | "lease_hash">;
-  const t = { ...rest, status: r.status as TaskStatus, priority: r.priority, claimant: r.claimant, lease_until: r.leaseUntil, lease_hash: r.leaseHash };
-  // The public key order of a task, whatever order the columns were read in.
-  return {
-    id: t.id, title: t.title, description: t.description, requires: t.requires, priority: t.priority, status: t.status,
-    created_by: t.created_by, reviewer: t.reviewer, context_refs: t.context_refs, claimant: t.claimant, claimant_key: t.claimant_key,
-    lease_until: t.lease_until, attempt: t.attempt, failures: t.failures, max_failures: t.max_failures, failure_reasons: t.failure_reasons,
-    handoff: t.handoff, receipt: t.receipt, review: t.review, revision: t.revision, created_at: t.created_at, updated_at: t.updated_at,
-    lease_hash: t.lease_hash,
-  };
-}
-
-function toBoardAgent(r: typeof boardAgents.$inferSelect): BoardAgent {
-  return {
-    agent_id: r.agentId, capabilities: JSON.parse(r.capabilities) as string[], auth: r.auth as BoardAgent["auth"], key_ref: r.keyRef,
-    last_seen: r.lastSeen, lost: r.lost,
-  };
-}
-
-// ---- turns mode (issue 6) ----
-function toTurnsRoom(r: typeof turnRooms.$inferSelect): TurnsRoom {
-  const rest = JSON.parse(r.data) as Omit<TurnsRoom, "status">;
-  return {
-    status: r.status as TurnsStatus, reason: rest.reason, config: rest.config, participants: rest.participants, round: rest.round,
-    current: rest.current, last_agent: rest.last_agent, proposal: rest.proposal, updated_at: rest.updated_at,
-  };
-}
-
-function toTurn(r: typeof turns.$inferSelect): TurnState {
-  const t = JSON.parse(r.data) as Omit<TurnState, "agent_id" | "status" | "lease_hash">;
-  // The public key order of a turn, whatever order the columns were read in.
-  return {
-    id: t.id, round: t.round, slot: t.slot, agent_id: r.agentId, phase: t.phase, status: r.status as TurnStatus, available_at: t.available_at,
-    claim_by: t.claim_by, lease_until: t.lease_until, result: t.result, reason: t.reason, message_id: t.message_id, opened_at: t.opened_at,
-    closed_at: t.closed_at, lease_hash: r.leaseHash, claim_seq: t.claim_seq,
-  };
 }

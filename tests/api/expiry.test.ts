@@ -57,10 +57,10 @@ test("the sweeper removes an expired room's data and its URL keeps answering 410
   const room = await f.api.room({ is_public: true, description: "sweep me" });
   await f.api.say(room.uuid, "a", "bye");
   clock.advance(73 * HOUR);
-  assert.ok(sweepExpiredRooms(f.server.svc) >= 1);
-  assert.deepEqual(f.server.svc.store.listEvents(room.uuid, 0, 10), []);
-  assert.deepEqual(f.server.svc.store.listMessages(room.uuid, 0, 10), []);
-  assert.equal(f.server.svc.store.getRoom(room.uuid)!.description, "", "the tombstone keeps no content");
+  assert.ok(await sweepExpiredRooms(f.server.svc) >= 1);
+  assert.deepEqual(await f.server.svc.store.listEvents(room.uuid, 0, 10), []);
+  assert.deepEqual(await f.server.svc.store.listMessages(room.uuid, 0, 10), []);
+  assert.equal((await f.server.svc.store.getRoom(room.uuid))!.description, "", "the tombstone keeps no content");
   await expectExpiredEverywhere(room.uuid, room.owner_token);
   const list = await f.api.get("/api/rooms?q=sweep");
   assert.equal(list.body.total, 0);
@@ -70,14 +70,14 @@ test("DELETE of an expired room answers 410, swept or not, and deletes nothing",
   const swept = await f.api.room();
   const unswept = await f.api.room();
   clock.advance(73 * HOUR);
-  sweepExpiredRooms(f.server.svc, 1); // one batch of one: at most one of the two is swept
+  await sweepExpiredRooms(f.server.svc, 1); // one batch of one: at most one of the two is swept
   for (const room of [swept, unswept]) {
     const r = await f.api.del(`/api/rooms/${room.uuid}`, { authorization: `Bearer ${room.owner_token}` });
     assert.equal(r.status, 410);
     assert.equal(r.body.code, "room_expired");
   }
-  sweepExpiredRooms(f.server.svc);
-  for (const room of [swept, unswept]) assert.equal(f.server.svc.store.getRoom(room.uuid)?.status, "expired", "the tombstone stays");
+  await sweepExpiredRooms(f.server.svc);
+  for (const room of [swept, unswept]) assert.equal((await f.server.svc.store.getRoom(room.uuid))?.status, "expired", "the tombstone stays");
 });
 
 test("any agent write keeps a room alive, not only messages: a board heartbeat pushes the expiry", async () => {

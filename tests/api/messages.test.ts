@@ -15,8 +15,8 @@ before(async () => (f = await startApi({ PARLEY_ROOM_MESSAGE_CAP: String(CAP) })
 after(() => f.close());
 
 /** Recomputes every leaf hash and prev link of a room from its stored events. */
-function checkChain(room: string) {
-  const rows = f.server.svc.store.listEvents(room, 0, 100_000);
+async function checkChain(room: string) {
+  const rows = await f.server.svc.store.listEvents(room, 0, 100_000);
   let prev = ZERO_HASH_HEX;
   rows.forEach((row, i) => {
     assert.equal(row.seq, i + 1, "seq has no gaps");
@@ -25,7 +25,7 @@ function checkChain(room: string) {
     assert.equal(row.leafHash, leaf, `leaf hash of ${row.seq}`);
     prev = leaf;
   });
-  const head = f.server.svc.store.getRoom(room)!;
+  const head = (await f.server.svc.store.getRoom(room))!;
   assert.equal(head.headSize, rows.length);
   assert.equal(head.headRoot, Buffer.from(rootOf(rows.map((r) => hexToBytes(r.leafHash)))).toString("base64"));
   return rows;
@@ -57,8 +57,8 @@ describe("POST /api/rooms/{id}/messages", () => {
     const tampered = r.body.receipt.checkpoint.replace("\n2\n", "\n3\n");
     assert.equal(verifyCheckpoint(tampered, { keyName: key.body.key_name, pubkey: hexToBytes(key.body.pubkey_hex) }, nobleVerify).ok, false);
     assert.ok(nobleVerify(hexToBytes(key.body.pubkey_hex), utf8(parsed.body), parsed.signatures[0]!.signature));
-    assert.equal(bytesToHex(base64ToBytes(f.server.svc.store.getRoom(room.uuid)!.headRoot)), bytesToHex(parsed.root));
-    checkChain(room.uuid);
+    assert.equal(bytesToHex(base64ToBytes((await f.server.svc.store.getRoom(room.uuid))!.headRoot)), bytesToHex(parsed.root));
+    await checkChain(room.uuid);
   });
 
   test("text and agent_id limits, exactly and one over", async () => {
@@ -90,7 +90,7 @@ describe("POST /api/rooms/{id}/messages", () => {
     }
     const info = await f.api.get(`/api/rooms/${room.uuid}`);
     assert.equal(info.body.message_count, 2, "rejected posts stored nothing");
-    checkChain(room.uuid);
+    await checkChain(room.uuid);
   });
 
   test("reply_to an existing message is kept", async () => {
@@ -121,7 +121,7 @@ describe("POST /api/rooms/{id}/messages", () => {
     for (const r of full) assert.equal(r.body.code, "room_full");
     const info = await f.api.get(`/api/rooms/${room.uuid}`);
     assert.equal(info.body.message_count, CAP);
-    const rows = checkChain(room.uuid);
+    const rows = await checkChain(room.uuid);
     assert.equal(rows.length, CAP + 1);
     assert.deepEqual(new Set(created.map((r) => r.body.id)).size, 20, "every winner got its own seq");
   });

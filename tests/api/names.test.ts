@@ -80,15 +80,15 @@ describe("look-alike and invisible names are refused, writing nothing", () => {
   });
 
   test("turns participants, first and supervisor: no room is created", async () => {
-    const rooms = () => f.server.svc.store.counts().rooms;
-    const before = rooms();
+    const rooms = async () => (await f.server.svc.store.counts()).rooms;
+    const before = await rooms();
     for (const [label, name, why] of IMPOSTORS) {
       const r = await f.api.post("/api/rooms", { mode: "turns", turns: { participants: ["alice", name] } });
       assertRefused(r, "turns.participants.1", why, `participants, ${label}`);
       const sup = await f.api.post("/api/rooms", { mode: "turns", turns: { participants: ["alice", "bob"], policy: "supervisor", supervisor: name } });
       assertRefused(sup, "turns.supervisor", why, `supervisor, ${label}`);
     }
-    assert.equal(rooms(), before, "no room was created");
+    assert.equal(await rooms(), before, "no room was created");
   });
 
   test("over MCP (send_message with the official SDK client): the same refusal, nothing written", async () => {
@@ -178,13 +178,13 @@ describe("names that differ only in case or spaces are one agent", () => {
   });
 
   test("turns: participants alice and Alice are refused; first BOB is bob, Bob and BOB hold his turn, ALICE cannot take it", async () => {
-    const before = f.server.svc.store.counts().rooms;
+    const before = (await f.server.svc.store.counts()).rooms;
     for (const participants of [["alice", "Alice"], ["alice", " ALICE "], ["Straße", "STRASSE"]]) {
       const r = await f.api.post("/api/rooms", { mode: "turns", turns: { participants } });
       assert.equal(r.body.code, "validation_error", JSON.stringify(r.body));
       assert.match(r.body.detail, /^turns\.participants: must not list an agent twice/);
     }
-    assert.equal(f.server.svc.store.counts().rooms, before, "no room was created");
+    assert.equal((await f.server.svc.store.counts()).rooms, before, "no room was created");
 
     const made = await f.api.post("/api/rooms", { mode: "turns", turns: { participants: ["alice", "bob"], first: "BOB" } });
     assert.equal(made.status, 201, JSON.stringify(made.body));

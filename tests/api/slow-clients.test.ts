@@ -198,8 +198,8 @@ describe("slow clients: read timeout, stream cap, stalled streams", () => {
     const frames = f.server.svc.frames;
     const read = frames.read.bind(frames);
     let framesRead = 0;
-    frames.read = (id: string, since: number, limit?: number): Frame[] => {
-      const out = read(id, since, limit);
+    frames.read = async (id: string, since: number, limit?: number): Promise<Frame[]> => {
+      const out = await read(id, since, limit);
       if (id === room) framesRead += out.length;
       return out;
     };
@@ -237,7 +237,7 @@ describe("exports: streamed, the same bundle, a bounded number at once", () => {
     assert.match(res.headers.get("content-type")!, /^application\/json/);
     assert.equal(res.headers.get("content-disposition"), `attachment; filename="parley-room-${room}.json"`);
     const text = await res.text();
-    assert.equal(text, JSON.stringify(exportRoom(f.server.svc, room)), "the same bytes as the bundle in one piece");
+    assert.equal(text, JSON.stringify(await exportRoom(f.server.svc, room)), "the same bytes as the bundle in one piece");
     const report = await verifyBundle(JSON.parse(text) as RoomBundle, { verify: ed25519VerifyAsync });
     assert.equal(report.verdict, "CLEAN", JSON.stringify(report.failures));
   });

@@ -239,14 +239,14 @@ describe("leases, handoffs and budgets (manual clock)", () => {
     assert.equal(hb.status, 200, JSON.stringify(hb.body));
     assert.equal(Date.parse(hb.body.task.lease_until), clock.now() + 60_000);
     clock.advance(20_000); // past the first lease
-    sweep();
+    await sweep();
     assert.equal((await timed.api.get(`${base(room)}/tasks/${t.id}`)).body.status, "claimed", "the heartbeat kept it");
     clock.advance(41_000);
     const late = await act(timed.api, room, t.id, "heartbeat", { agent_id: "w", lease_token: token });
     assert.equal(late.status, 409);
     assert.equal(late.body.code, "lease_expired");
     await join(timed.api, room, "w"); // alive: only the lease ran out
-    assert.ok(sweep().released >= 1);
+    assert.ok((await sweep()).released >= 1);
     const after = (await timed.api.get(`${base(room)}/tasks/${t.id}`)).body;
     assert.equal(after.status, "open");
     assert.equal(after.failures, 1);
@@ -266,13 +266,13 @@ describe("leases, handoffs and budgets (manual clock)", () => {
     assert.equal((await claim(timed.api, room, t.id, "w", { lease_s: 30 })).status, 200);
     assert.equal((await timed.api.post(`${base(room)}/close`, {}, owner)).status, 200);
     clock.advance(60_000);
-    sweep();
+    await sweep();
     const frozen = (await timed.api.get(`${base(room)}/tasks/${t.id}`)).body;
     assert.deepEqual([frozen.status, frozen.failures], ["claimed", 0], "closed: the holder could not heartbeat, so nothing is counted");
     assert.equal((await timed.api.get(`${base(room)}/agents`)).body.agents[0].status, "lost", "shown as silent");
     assert.equal(frozen.history.length, 2, "and nothing was logged");
     assert.equal((await timed.api.post(`${base(room)}/reopen`, {}, owner)).status, 200);
-    sweep();
+    await sweep();
     assert.equal((await timed.api.get(`${base(room)}/tasks/${t.id}`)).body.claimant, null, "reopened: the clock runs again");
     assert.equal((await timed.api.post(`${base(room)}/verify`, {})).body.verdict, "CLEAN");
   });
@@ -292,7 +292,7 @@ describe("leases, handoffs and budgets (manual clock)", () => {
     c = await claim(timed.api, room, t.id, "w", { lease_s: 30 });
     clock.advance(31_000);
     await join(timed.api, room, "w"); // alive: only the lease ran out
-    sweep();
+    await sweep();
     const done = (await timed.api.get(`${base(room)}/tasks/${t.id}`)).body;
     assert.equal(done.status, "failed");
     assert.equal(done.failures, 3);
@@ -344,7 +344,7 @@ describe("leases, handoffs and budgets (manual clock)", () => {
     assert.deepEqual(mid.map((a: { status: string }) => a.status), ["away", "away"]);
     await join(timed.api, room, "awake");
     clock.advance(15_000); // sleepy silent 31 s > 3 × 10 s
-    const swept = sweep();
+    const swept = await sweep();
     assert.ok(swept.lost >= 1);
     const agents = (await timed.api.get(`${base(room)}/agents`)).body.agents;
     assert.deepEqual(agents.map((a: { agent_id: string; status: string }) => [a.agent_id, a.status]), [["awake", "online"], ["sleepy", "lost"]]);
@@ -533,7 +533,7 @@ describe("the board is part of the verifiable history", () => {
     assert.equal((await timed.api.get(`${base(room)}/tasks/${t3.id}`)).body.status, "cancelled");
     clock.advance(31_000);
     await join(timed.api, room, "signed", ["x"], { sig: signer.signWrite(room, "agent.heartbeat", "signed", { capabilities: ["x"] }) });
-    sweepBoards(timed.server.svc); // the lease runs out → failed (budget 1); w and rev are lost after 30 s
+    await sweepBoards(timed.server.svc); // the lease runs out → failed (budget 1); w and rev are lost after 30 s
     assert.equal((await timed.api.get(`${base(room)}/tasks/${t2.id}`)).body.status, "failed");
     const clean = await timed.api.post(`${base(room)}/verify`, {});
     assert.equal(clean.body.verdict, "CLEAN", clean.body.explanation + JSON.stringify(clean.body.failures));

@@ -454,10 +454,10 @@ describe("turns: time (manual clock)", () => {
     // a does not claim in time: skipped, and b's turn opens.
     const t1 = await current(timed.api, room);
     clock.advance(9_999);
-    sweepTurns(timed.server.svc);
+    await sweepTurns(timed.server.svc);
     assert.equal((await current(timed.api, room)).id, t1.id, "not before the timeout");
     clock.advance(1);
-    sweepTurns(timed.server.svc);
+    await sweepTurns(timed.server.svc);
     let s = await state(timed.api, room);
     assert.equal(s.current.agent_id, "b");
     assert.equal(s.participants[0].timeouts, 1);
@@ -470,7 +470,9 @@ describe("turns: time (manual clock)", () => {
     assert.equal(late.status, 409);
     assert.equal(late.body.code, "lease_expired");
     const reclaim = await claim(timed.api, room, s.current.id, "b");
-    assert.equal(reclaim.status, 409, "the turn was skipped on access: the room never waits past a timeout");
+    assert.equal(reclaim.status, 409, "a lease that ran out is not handed out again");
+    assert.equal((await state(timed.api, room)).current.agent_id, "b", "reads never write: the skip is the timer's");
+    await sweepTurns(timed.server.svc);
     s = await state(timed.api, room);
     assert.equal(s.current.agent_id, "c");
     const afterSkip = await reply(timed.api, room, s.current.id - 0, "b", c.body.lease_token, "continue");
@@ -478,7 +480,7 @@ describe("turns: time (manual clock)", () => {
     await take(timed.api, room, "c");
     // a times out a second time in a row → absent; the rotation goes on without it.
     clock.advance(10_000);
-    sweepTurns(timed.server.svc);
+    await sweepTurns(timed.server.svc);
     s = await state(timed.api, room);
     assert.equal(s.participants[0].status, "absent");
     assert.equal(s.current.agent_id, "b");
@@ -488,10 +490,10 @@ describe("turns: time (manual clock)", () => {
     assert.equal((await current(timed.api, room)).agent_id, "c", "absent a is not asked");
     // c times out twice → absent; fewer than 2 active → blocked.
     clock.advance(10_000);
-    sweepTurns(timed.server.svc);
+    await sweepTurns(timed.server.svc);
     await take(timed.api, room, "b");
     clock.advance(10_000);
-    sweepTurns(timed.server.svc);
+    await sweepTurns(timed.server.svc);
     s = await state(timed.api, room);
     assert.equal(s.status, "blocked");
     assert.equal(s.reason, "not_enough_participants");
@@ -524,7 +526,7 @@ describe("turns: time (manual clock)", () => {
     health = (await timed.api.get(`${base(room)}/health`)).body;
     assert.ok(health.alerts.some((x: { type: string }) => x.type === "stalled_turn"), JSON.stringify(health.alerts));
     assert.equal(health.current.status, "ready");
-    sweepTurns(timed.server.svc);
+    await sweepTurns(timed.server.svc);
     const t = await current(timed.api, room);
     assert.equal(t.agent_id, "b");
     await claim(timed.api, room, t.id, "b");
@@ -538,11 +540,11 @@ describe("turns: time (manual clock)", () => {
     const t = await current(timed.api, room);
     assert.equal((await timed.api.post(`${base(room)}/close`, {}, owner(owner_token))).status, 200);
     clock.advance(60_000);
-    sweepTurns(timed.server.svc);
+    await sweepTurns(timed.server.svc);
     assert.equal((await timed.api.get(`${base(room)}/turns`)).body.turns.length, 1, "nothing was skipped while closed");
     assert.equal((await claim(timed.api, room, t.id, "a")).body.code, "room_closed");
     assert.equal((await timed.api.post(`${base(room)}/reopen`, {}, owner(owner_token))).status, 200);
-    sweepTurns(timed.server.svc);
+    await sweepTurns(timed.server.svc);
     assert.equal((await current(timed.api, room)).agent_id, "b", "reopened: the overdue turn is skipped");
   });
 
@@ -560,7 +562,7 @@ describe("turns: time (manual clock)", () => {
       assert.equal(r.status, 410);
       assert.equal(r.body.code, "room_expired");
     }
-    assert.equal(sweepTurns(timed.server.svc).skipped, 0, "the sweeper leaves expired rooms alone");
+    assert.equal((await sweepTurns(timed.server.svc)).skipped, 0, "the sweeper leaves expired rooms alone");
   });
 });
 

@@ -152,34 +152,34 @@ async function contextBreakdown(report: Report): Promise<void> {
   const store = openSqliteStore(dataDir);
   const svc = createServices(config, store, loadOrCreateServerKey(config.keyFile, config.keyName));
   try {
-    const room = createRoom(svc, { ip: "local", origin: "http://localhost" }, { description: "", is_public: false, protocol_mode: "standard", mode: "open" }).uuid;
+    const room = (await createRoom(svc, { ip: "local", origin: "http://localhost" }, { description: "", is_public: false, protocol_mode: "standard", mode: "open" })).uuid;
     for (let t = 0; t < 100; t++) {
-      const thread = openThread(svc, room, { subject: `Topic number ${t}`, value: "value 0", opened_by: `agent-${t % 4}`, quote: "a quote of moderate length from the message" });
-      for (let r = 1; r < 10; r++) reviseThread(svc, room, String(thread.id), { agent_id: `agent-${t % 4}`, kind: "update", value: `value ${r}` });
+      const thread = await openThread(svc, room, { subject: `Topic number ${t}`, value: "value 0", opened_by: `agent-${t % 4}`, quote: "a quote of moderate length from the message" });
+      for (let r = 1; r < 10; r++) await reviseThread(svc, room, String(thread.id), { agent_id: `agent-${t % 4}`, kind: "update", value: `value ${r}` });
     }
-    const time = (fn: () => unknown) => {
-      for (let i = 0; i < 50; i++) fn();
+    const time = async (fn: () => unknown) => {
+      for (let i = 0; i < 50; i++) await fn();
       const n = 500;
       const t0 = performance.now();
-      for (let i = 0; i < n; i++) fn();
+      for (let i = 0; i < n; i++) await fn();
       return ((performance.now() - t0) / n) * 1000;
     };
-    const threads = store.listThreads(room);
-    const handshakes = store.listHandshakes(room);
-    const whole = getContext(svc, room);
+    const threads = await store.listThreads(room);
+    const handshakes = await store.listHandshakes(room);
+    const whole = await getContext(svc, room);
     const parts = {
-      "listThreads (SQL + row mapping)": time(() => store.listThreads(room)),
-      listDiscrepancies: time(() => store.listDiscrepancies(room)),
-      listHandshakes: time(() => store.listHandshakes(room)),
-      "contextHash (JCS + SHA-256)": time(() => contextHash(threads)),
-      sealOf: time(() => sealOf(threads, handshakes)),
-      "JSON.stringify of the answer": time(() => JSON.stringify(whole)),
+      "listThreads (SQL + row mapping)": await time(() => store.listThreads(room)),
+      listDiscrepancies: await time(() => store.listDiscrepancies(room)),
+      listHandshakes: await time(() => store.listHandshakes(room)),
+      "contextHash (JCS + SHA-256)": await time(() => contextHash(threads)),
+      sealOf: await time(() => sealOf(threads, handshakes)),
+      "JSON.stringify of the answer": await time(() => JSON.stringify(whole)),
     };
-    const total = time(() => JSON.stringify(getContext(svc, room)));
+    const total = await time(async () => JSON.stringify(await getContext(svc, room)));
     report("GET /context in-process (getContext + stringify)", `${total.toFixed(0)} µs/request → ${Math.round(1e6 / total).toLocaleString("en")} req/s on one core`);
     report("  of which", Object.entries(parts).map(([k, v]) => `${k} ${v.toFixed(0)} µs`).join("; "));
   } finally {
-    store.close();
+    await store.close();
   }
 }
 

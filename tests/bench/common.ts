@@ -116,13 +116,13 @@ export function inProcessServices(prefix: string) {
     return {
       svc,
       store,
-      close() {
-        store.close();
+      async close() {
+        await store.close();
         fs.rmSync(dataDir, { recursive: true, force: true });
       },
     };
   } catch (err) {
-    store.close();
+    void store.close();
     fs.rmSync(dataDir, { recursive: true, force: true });
     throw err;
   }

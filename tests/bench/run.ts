@@ -76,7 +76,8 @@ async function inProcessAppendRate(inFlight: number): Promise<number> {
   try {
     const { svc } = local;
     const caller = { ip: "local", origin: "http://localhost" };
-    const rooms = Array.from({ length: 50 }, () => createRoom(svc, caller, { description: "", is_public: false, protocol_mode: "standard", mode: "open" }).uuid);
+    const rooms: string[] = [];
+    for (let i = 0; i < 50; i++) rooms.push((await createRoom(svc, caller, { description: "", is_public: false, protocol_mode: "standard", mode: "open" })).uuid);
     const n = 20_000;
     let next = 0;
     const worker = async () => {
@@ -88,7 +89,7 @@ async function inProcessAppendRate(inFlight: number): Promise<number> {
     await Promise.all(Array.from({ length: inFlight }, worker));
     return n / ((performance.now() - t0) / 1000);
   } finally {
-    local.close();
+    await local.close();
   }
 }
 

@@ -112,7 +112,7 @@ async function httpRoundTrip(api: Client, report: Report): Promise<void> {
 }
 
 /** The same claim + reply through the service functions, without HTTP: the local limit. */
-function inProcessRoundTrip(report: Report): void {
+async function inProcessRoundTrip(report: Report): Promise<void> {
   const local = inProcessServices("parley-bench-turns-local-");
   try {
     const { svc } = local;
@@ -122,13 +122,13 @@ function inProcessRoundTrip(report: Report): void {
     const times: number[] = [];
     let n = 0;
     while (times.length < TRIPS) {
-      const room = createRoom(svc, caller, createRoomBody.parse(turnsRoomBody(200))).uuid;
-      let turn = currentTurn(svc, room).current;
+      const room = (await createRoom(svc, caller, createRoomBody.parse(turnsRoomBody(200)))).uuid;
+      let turn = (await currentTurn(svc, room)).current;
       while (turn && times.length < TRIPS) {
         const t0 = performance.now();
-        const claim = claimTurn(svc, room, String(turn.id), { agent_id: turn.agent_id });
+        const claim = await claimTurn(svc, room, String(turn.id), { agent_id: turn.agent_id });
         const t1 = performance.now();
-        const reply = replyTurn(svc, caller, room, String(turn.id), { agent_id: turn.agent_id, lease_token: claim.lease_token, text: `round trip ${n}`, result: "continue" });
+        const reply = await replyTurn(svc, caller, room, String(turn.id), { agent_id: turn.agent_id, lease_token: claim.lease_token, text: `round trip ${n}`, result: "continue" });
         const t2 = performance.now();
         if (n++ >= WARMUP) {
           times.push(t2 - t0);
@@ -144,7 +144,7 @@ function inProcessRoundTrip(report: Report): void {
       `p50 ${ms(percentile(times, 50))} (claim ${ms(percentile(claimTimes, 50))}, reply ${ms(percentile(replyTimes, 50))}), p99 ${ms(percentile(times, 99))}, ${Math.round(TRIPS / total).toLocaleString("en")} round trips/s`,
     );
   } finally {
-    local.close();
+    await local.close();
   }
 }
 
@@ -273,7 +273,7 @@ export async function turnFigures(report: Report): Promise<void> {
     api.close();
     await close();
   }
-  inProcessRoundTrip(report);
+  await inProcessRoundTrip(report);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {

@@ -22,9 +22,9 @@ async function cliVerify(bundleFile: string, ...args: string[]): Promise<{ code:
   }
 }
 
-function saveBundle(demo: DemoRoom): string {
+async function saveBundle(demo: DemoRoom): Promise<string> {
   const file = path.join(tempDir(), "bundle.json");
-  fs.writeFileSync(file, JSON.stringify(exportRoom(demo.svc, demo.room)));
+  fs.writeFileSync(file, JSON.stringify(await exportRoom(demo.svc, demo.room)));
   return file;
 }
 
@@ -55,8 +55,8 @@ async function serverVerify(demo: DemoRoom, ...bodies: Record<string, unknown>[]
 }
 
 /** Closes the demo's store and removes its data directory. */
-function dispose(demo: DemoRoom): void {
-  demo.close();
+async function dispose(demo: DemoRoom): Promise<void> {
+  await demo.close();
   fs.rmSync(path.dirname(demo.dbFile), { recursive: true, force: true });
 }
 
@@ -73,13 +73,13 @@ test("an honest room is CLEAN online and offline, with and without the kept chec
     assert.equal(online!.verdict, "CLEAN", online!.explanation);
     assert.equal(online!.details.agent_signatures, 2);
     assert.deepEqual(online!.details.caller_checkpoint, { size: 5, consistent: true });
-    const file = saveBundle(demo);
+    const file = await saveBundle(demo);
     assert.equal((await cliVerify(file)).code, 0);
     const withCheckpoint = await cliVerify(file, "--checkpoint", saveCheckpoint(demo), "--key", demo.svc.key.pubkeyHex);
     assert.equal(withCheckpoint.code, 0, withCheckpoint.out);
     assert.match(withCheckpoint.out, /^CLEAN/);
   } finally {
-    dispose(demo);
+    await dispose(demo);
   }
 });
 
@@ -98,11 +98,11 @@ describe("every attack of SPEC 4.6 is REFUTED by the server and by the offline C
         assert.equal(online!.verdict, "REFUTED", online!.explanation);
         assert.ok(online!.failures.length > 0 && online!.failures.every((f) => typeof f.type === "string"));
         const args = attack.withKeptCheckpoint ? ["--checkpoint", saveCheckpoint(demo)] : [];
-        const offline = await cliVerify(saveBundle(demo), ...args);
+        const offline = await cliVerify(await saveBundle(demo), ...args);
         assert.equal(offline.code, 1, offline.out);
         assert.match(offline.out, /^REFUTED/);
       } finally {
-        dispose(demo);
+        await dispose(demo);
       }
     });
   }
@@ -116,7 +116,7 @@ describe("every attack of SPEC 4.6 is REFUTED by the server and by the offline C
       assert.equal(bySignature!.failures[0]!.seq, demo.signedSeq);
       assert.ok(byCheckpoint!.failures.some((f) => f.type === "consistency"));
     } finally {
-      dispose(demo);
+      await dispose(demo);
     }
   });
 
@@ -129,7 +129,7 @@ describe("every attack of SPEC 4.6 is REFUTED by the server and by the offline C
       assert.equal(kept!.verdict, "REFUTED");
       assert.equal(kept!.failures[0]!.type, "truncated");
     } finally {
-      dispose(demo);
+      await dispose(demo);
     }
   });
 });

@@ -275,7 +275,7 @@ describe("skill pack", () => {
     const { uuid } = await f.api.room({ description: "Price negotiation" });
     const url = `${f.url}/${uuid}`;
     assert.equal((await f.api.say(uuid, "alice", "I offer 100.")).status, 201);
-    const before = f.server.svc.store.getRoom(uuid)!;
+    const before = (await f.server.svc.store.getRoom(uuid))!;
     const key = path.join(dir, "carol.key");
     await parley(["keygen", "--out", key]);
     assert.equal((await parley(["send", url, "--agent", "carol", "--key", key, "Accepted at 100."])).code, 0);

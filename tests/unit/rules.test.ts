@@ -2,9 +2,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { expiresAt, isExpired, roomStatusAfter } from "../../lib/domain/room";
 import { wantsMarkdown } from "../../lib/instructions/negotiate";
+import { MemoryBuckets } from "../../lib/store/memory-limits";
 import { RateLimiter } from "../../lib/services/rate-limit";
 import { Notifier } from "../../lib/realtime/notifier";
-import { parseRoomId } from "../../lib/services/rooms";
+import { parseRoomId } from "../../lib/services/access";
 import { ParleyError } from "../../lib/errors";
 
 test("expiry is idle TTL after the last activity, capped at max TTL after creation", () => {
@@ -43,32 +44,35 @@ test("room ids: upper case normalised, anything else invalid_uuid", () => {
   }
 });
 
-test("a token bucket refills over time and says when to retry", () => {
+test("a token bucket refills over time and says when to retry", async () => {
   let now = 0;
-  const limiter = new RateLimiter(() => now);
-  limiter.take("k", 2, 60_000, "things");
-  limiter.take("k", 2, 60_000, "things");
-  assert.throws(() => limiter.take("k", 2, 60_000, "things"), (e: ParleyError) => e.code === "rate_limited" && e.extra.retryAfter === 30);
+  const limiter = new RateLimiter(new MemoryBuckets(), () => now);
+  await limiter.take("k", 2, 60_000, "things");
+  await limiter.take("k", 2, 60_000, "things");
+  await assert.rejects(limiter.take("k", 2, 60_000, "things"), (e: ParleyError) => e.code === "rate_limited" && e.extra.retryAfter === 30);
   now += 30_000;
-  limiter.take("k", 2, 60_000, "things");
-  limiter.take("other", 0, 60_000, "things"); // 0 turns a limit off
-  for (let i = 0; i < 100; i++) limiter.take("off", 0, 60_000, "things");
+  await limiter.take("k", 2, 60_000, "things");
+  await limiter.take("other", 0, 60_000, "things"); // 0 turns a limit off
+  for (let i = 0; i < 100; i++) await limiter.take("off", 0, 60_000, "things");
 });
 
 test("the notifier wakes waiters past their cursor and cleans up", async () => {
   const n = new Notifier();
   let head = 5;
-  const waiting = n.waitFor("r", 5, () => head, 5000);
+  const headNow = async () => head;
+  const waiting = n.waitFor("r", 5, headNow, 5000);
   assert.equal(n.streamCount, 1);
   n.publish("r", 5); // not past the cursor
   head = 6;
   n.publish("r", 6);
   assert.equal(await waiting, true);
   assert.equal(n.streamCount, 0);
-  assert.equal(await n.waitFor("r", 5, () => head, 5000), true, "already past: resolves at once");
-  assert.equal(await n.waitFor("r", 6, () => head, 10), false, "times out");
+  assert.equal(await n.waitFor("r", 5, headNow, 5000), true, "already past: resolves at once");
+  assert.equal(await n.waitFor("r", 6, headNow, 10), false, "times out");
+  assert.equal(await n.waitFor("r", 6, headNow, 0), false, "wait 0 answers at once");
+  assert.equal(await n.waitFor("r", 5, headNow, 0), true, "wait 0 past the cursor");
   const abort = new AbortController();
-  const aborted = n.waitFor("r", 6, () => head, 5000, abort.signal);
+  const aborted = n.waitFor("r", 6, headNow, 5000, abort.signal);
   abort.abort();
   assert.equal(await aborted, false);
   assert.equal(n.streamCount, 0);
