@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { startApi, type TestApi } from "../helpers/server";
 import { testAgent } from "../helpers/agent";
 import { contextHash, type Thread } from "../../lib/domain/ledger";
+import { rawSql } from "../helpers/db";
 
 let f: TestApi;
 before(async () => (f = await startApi()));
@@ -259,10 +260,7 @@ describe("the ledger is part of the verifiable history", () => {
     assert.equal(clean.body.verdict, "CLEAN", clean.body.explanation);
     assert.equal(clean.body.details.projections.threads, 1);
 
-    const { default: Database } = await import("better-sqlite3");
-    const db = new Database(`${f.server.svc.config.dataDir}/parley.db`);
-    db.prepare("UPDATE threads SET status = 'agreed' WHERE room = ? AND id = ?").run(room, tid);
-    db.close();
+    await rawSql(f.server.svc, "UPDATE threads SET status = 'agreed' WHERE room = ? AND id = ?", [room, tid]);
     const refuted = await f.api.post(`/api/rooms/${room}/verify`, {});
     assert.equal(refuted.body.verdict, "REFUTED");
     assert.deepEqual(refuted.body.failures.map((f: { seq: number; type: string }) => [f.seq, f.type]), [[tid, "projection"]]);

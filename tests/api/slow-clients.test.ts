@@ -355,26 +355,3 @@ describe("requests node's HTTP layer refuses get the API's answer", () => {
   });
 });
 
-describe("pages take the request budget of their client", () => {
-  // Needs the Next.js build: `flock /tmp/parley-build.lock node scripts/ensure-build.mjs` (npm test runs it).
-  let f: TestApi;
-  before(async () => {
-    f = await startApi({ PARLEY_TRUST_PROXY: "1", PARLEY_RATE_REQUESTS_PER_MINUTE: "3" }, { pages: true, clock: new ManualClock(Date.now()) });
-  });
-  after(() => f.close());
-
-  const page = (ip: string) => fetch(`${f.url}/`, { headers: { accept: "text/html", "x-forwarded-for": ip } });
-
-  test("past the budget a page is 429 with Retry-After and a short HTML page; another client is not charged", async () => {
-    for (let i = 0; i < 3; i++) assert.equal((await page("10.3.0.1")).status, 200);
-    const limited = await page("10.3.0.1");
-    assert.equal(limited.status, 429);
-    assert.ok(Number(limited.headers.get("retry-after")) >= 1);
-    assert.match(limited.headers.get("content-type")!, /^text\/html/);
-    assert.match(limited.headers.get("content-security-policy")!, /frame-ancestors 'none'/);
-    assert.match(await limited.text(), /Too many requests/);
-    // The same address's API budget is the same budget.
-    assert.equal((await f.api.get("/api/rooms", { "x-forwarded-for": "10.3.0.1" })).body.code, "rate_limited");
-    assert.equal((await page("10.3.0.2")).status, 200, "each client has its own budget");
-  });
-});

@@ -6,6 +6,7 @@ import { spawn } from "node:child_process";
 import { ManualClock, startApi, type TestApi } from "../helpers/server";
 import { testAgent } from "../helpers/agent";
 import { sweepBoards } from "../../lib/services/tasks";
+import { rawSql } from "../helpers/db";
 
 let f: TestApi;
 // A second server whose clock the tests move (leases, handoff windows, lost agents).
@@ -201,13 +202,10 @@ describe("claims", () => {
     const c = await claim(f.api, room, t.id, "w");
     const token = c.body.lease_token as string;
     assert.ok(token.length >= 40);
-    const { default: Database } = await import("better-sqlite3");
-    const db = new Database(`${f.server.svc.config.dataDir}/parley.db`, { readonly: true });
-    const row = db.prepare("SELECT lease_hash, data FROM tasks WHERE room = ? AND id = ?").get(room, t.id) as { lease_hash: string; data: string };
-    const events = db.prepare("SELECT payload, server FROM events WHERE room = ?").all(room) as { payload: string; server: string }[];
-    db.close();
-    assert.equal(row.lease_hash, sha256(token));
-    assert.ok(!row.data.includes(token));
+    const [row] = await rawSql<{ lease_hash: string; data: string }>(f.server.svc, "SELECT lease_hash, data FROM tasks WHERE room = ? AND id = ?", [room, t.id]);
+    const events = await rawSql<{ payload: string; server: string }>(f.server.svc, "SELECT payload, server FROM events WHERE room = ?", [room]);
+    assert.equal(row!.lease_hash, sha256(token));
+    assert.ok(!row!.data.includes(token));
     assert.ok(events.every((e) => !e.payload.includes(token) && !e.server.includes(token)), "the token is never in the log");
     assert.ok(!JSON.stringify((await f.api.get(`${base(room)}/tasks/${t.id}`)).body).includes(token));
     const wrong = await act(f.api, room, t.id, "heartbeat", { agent_id: "w", lease_token: "nope" });
@@ -539,10 +537,7 @@ describe("the board is part of the verifiable history", () => {
     assert.equal(clean.body.verdict, "CLEAN", clean.body.explanation + JSON.stringify(clean.body.failures));
     assert.equal(clean.body.details.projections.tasks, 3);
 
-    const { default: Database } = await import("better-sqlite3");
-    const db = new Database(`${timed.server.svc.config.dataDir}/parley.db`);
-    db.prepare("UPDATE tasks SET status = 'accepted' WHERE room = ? AND id = ?").run(room, t2.id);
-    db.close();
+    await rawSql(timed.server.svc, "UPDATE tasks SET status = 'accepted' WHERE room = ? AND id = ?", [room, t2.id]);
     const refuted = await timed.api.post(`${base(room)}/verify`, {});
     assert.equal(refuted.body.verdict, "REFUTED");
     assert.deepEqual(refuted.body.failures.map((f: { seq: number; type: string }) => [f.seq, f.type]), [[t2.id, "projection"]]);

@@ -7,6 +7,7 @@ import { testAgent } from "../helpers/agent";
 import { waitUntil } from "../helpers/wait";
 import { sweepTurns } from "../../lib/services/turns";
 import { turnRuleViolations } from "../../lib/domain/turns";
+import { rawSql } from "../helpers/db";
 
 let f: TestApi;
 // A second server whose clock the tests move (timeouts, delays, leases, expiry).
@@ -198,10 +199,7 @@ describe("turns: conversations", () => {
     const completed = (bundle.events as E[]).find((e) => e.type === "room.completed")!;
     assert.deepEqual(edited((ev) => ev.splice(ev.findLastIndex((e) => e.type === "completion.confirmed"), 1)), completed.seq, "completion without every confirmation");
 
-    const { default: Database } = await import("better-sqlite3");
-    const db = new Database(`${f.server.svc.config.dataDir}/parley.db`);
-    db.prepare("UPDATE turns SET agent_id = 'cy' WHERE room = ? AND id = ?").run(room, a2.turn.id);
-    db.close();
+    await rawSql(f.server.svc, "UPDATE turns SET agent_id = 'cy' WHERE room = ? AND id = ?", [room, a2.turn.id]);
     const refuted = await verdict(f.api, room);
     assert.equal(refuted.verdict, "REFUTED");
     assert.deepEqual(refuted.failures.map((f) => [f.seq, f.type]), [[a2.turn.id, "projection"]]);

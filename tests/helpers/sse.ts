@@ -45,6 +45,8 @@ export async function openSse(url: string, headers: Record<string, string> = {})
     res,
     events,
     comments,
+    /** Resolves when the stream ends (the server closed it, or close()). */
+    ended: done,
     /** Resolves once at least n events arrived (rejects after timeoutMs). */
     async waitFor(n: number, timeoutMs = 5000) {
       const deadline = Date.now() + timeoutMs;

@@ -40,7 +40,8 @@ interface Report {
  * database and server key, tampered or not), once per request body.
  */
 async function serverVerify(demo: DemoRoom, ...bodies: Record<string, unknown>[]): Promise<Report[]> {
-  const f = await startApi({ PARLEY_DATA_DIR: path.dirname(demo.dbFile) });
+  // The demo edits a SQLite file: its server runs on that file whatever backend the suite uses.
+  const f = await startApi({ PARLEY_DATA_DIR: path.dirname(demo.dbFile), PARLEY_DATABASE_URL: "" });
   try {
     const reports: Report[] = [];
     for (const body of bodies) {

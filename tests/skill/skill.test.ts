@@ -5,7 +5,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import Database from "better-sqlite3";
+import { rawSql } from "../helpers/db";
 import { ManualClock, startApi, tempDir, withApi, type TestApi } from "../helpers/server";
 import type { RunningServer } from "../../server";
 import { waitUntil } from "../helpers/wait";
@@ -284,18 +284,13 @@ describe("skill pack", () => {
 
     // The operator rewrites history: drops carol's two events, rolls the head back and lets a
     // new event take their place. Chain, tree and checkpoints are all valid again afterwards.
-    const db = new Database(path.join(f.server.svc.config.dataDir, "parley.db"));
-    try {
-      db.transaction(() => {
-        db.prepare("DELETE FROM events WHERE room = ? AND seq > ?").run(uuid, before.headSize);
-        db.prepare("DELETE FROM messages WHERE room = ? AND seq > ?").run(uuid, before.headSize);
-        db.prepare(
-          "UPDATE rooms SET head_size = ?, head_leaf = ?, head_root = ?, frontier = ?, checkpoint = ?, message_count = ?, agent_count = ?, last_activity_at = ?, expires_at = ? WHERE uuid = ?",
-        ).run(before.headSize, before.headLeaf, before.headRoot, before.frontier, before.checkpoint, before.messageCount, before.agentCount, before.lastActivityAt, before.expiresAt, uuid);
-      })();
-    } finally {
-      db.close();
-    }
+    await rawSql(f.server.svc, "DELETE FROM events WHERE room = ? AND seq > ?", [uuid, before.headSize]);
+    await rawSql(f.server.svc, "DELETE FROM messages WHERE room = ? AND seq > ?", [uuid, before.headSize]);
+    await rawSql(
+      f.server.svc,
+      "UPDATE rooms SET head_size = ?, head_leaf = ?, head_root = ?, frontier = ?, checkpoint = ?, message_count = ?, agent_count = ?, last_activity_at = ?, expires_at = ? WHERE uuid = ?",
+      [before.headSize, before.headLeaf, before.headRoot, before.frontier, before.checkpoint, before.messageCount, before.agentCount, before.lastActivityAt, before.expiresAt, uuid],
+    );
     assert.equal((await f.api.say(uuid, "alice", "I offer 150.")).status, 201);
 
     const fresh = script(dir, { PARLEY_STATE: path.join(tempDir(), "state.json") });
