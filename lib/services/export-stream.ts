@@ -72,24 +72,30 @@ export async function exportStream(svc: Services, rawRoomId: string): Promise<{ 
 
   const body = new ReadableStream<Uint8Array>(
     {
+      // Every pull enqueues a chunk or ends the stream: a pull that enqueued nothing would not be
+      // called again, and the response would hang (an empty list, a list of exactly whole pages).
       async pull(controller) {
-        const current = parts[part];
-        if (current === undefined) return controller.close();
-        if (typeof current === "string") {
-          part++;
-          return controller.enqueue(encoder.encode(current));
+        for (;;) {
+          const current = parts[part];
+          if (current === undefined) return controller.close();
+          if (typeof current === "string") {
+            part++;
+            return controller.enqueue(encoder.encode(current));
+          }
+          const { items, last, done } = await current.pager(after);
+          if (items.length > 0) controller.enqueue(encoder.encode((seen > 0 ? "," : "") + items.join(",")));
+          seen += items.length;
+          after = last;
+          if (done) {
+            if (current.expected !== undefined && seen !== current.expected) {
+              return controller.error(new Error(`room ${room.uuid} went away during its export (${seen} of ${current.expected} events)`));
+            }
+            part++;
+            after = 0;
+            seen = 0;
+          }
+          if (items.length > 0) return;
         }
-        const { items, last, done } = await current.pager(after);
-        if (items.length > 0) controller.enqueue(encoder.encode((seen > 0 ? "," : "") + items.join(",")));
-        seen += items.length;
-        after = last;
-        if (!done) return;
-        if (current.expected !== undefined && seen !== current.expected) {
-          return controller.error(new Error(`room ${room.uuid} went away during its export (${seen} of ${current.expected} events)`));
-        }
-        part++;
-        after = 0;
-        seen = 0;
       },
     },
     { highWaterMark: 1 },

@@ -242,6 +242,18 @@ describe("exports: streamed, the same bundle, a bounded number at once", () => {
     assert.equal(report.verdict, "CLEAN", JSON.stringify(report.failures));
   });
 
+  test("a room with an empty list (no messages) and one of exactly whole pages of events export whole", async () => {
+    // A page that brings nothing must not end the pulls: these exports hung once.
+    const boardOnly = await f.api.room();
+    await f.api.post(`/api/rooms/${boardOnly.uuid}/tasks`, { agent_id: "boss", title: "no chat here" });
+    const wholePages = await f.api.room();
+    while ((await f.api.get(`/api/rooms/${wholePages.uuid}`)).body.head.size < 128) await f.api.say(wholePages.uuid, "ann", "filling pages");
+    for (const uuid of [boardOnly.uuid, wholePages.uuid]) {
+      const text = await (await fetch(`${f.url}/api/rooms/${uuid}/export`, { signal: AbortSignal.timeout(10_000) })).text();
+      assert.equal(text, JSON.stringify(await exportRoom(f.server.svc, uuid)));
+    }
+  });
+
   test("exports past the bound are 429 rate_limited until one ends; verify shares the bound", { timeout: 30_000 }, async () => {
     // A client that reads nothing of an 18 MB export keeps it running.
     const slow = rawSocket(f.server.port);

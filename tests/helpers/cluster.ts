@@ -86,7 +86,13 @@ export async function startCluster(databaseUrl: string, n = 3, env: Record<strin
   return Promise.all(Array.from({ length: n }, (_, i) => startInstance(String.fromCharCode(65 + i), shared)));
 }
 
-export const stopAll = (instances: Instance[]) => Promise.all(instances.map((i) => i.stop()));
+/** Stops every instance; one that died on its own (not killed by a test) shows what it printed. */
+export async function stopAll(instances: Instance[]): Promise<void> {
+  for (const i of instances) {
+    if (i.child.exitCode !== null && i.child.signalCode === null) console.error(`instance ${i.name} exited with ${i.child.exitCode}:\n${i.stderr()}`);
+  }
+  await Promise.all(instances.map((i) => i.stop()));
+}
 
 /** Open SSE streams and waiting long-polls of an instance (its /metrics, served to loopback). */
 export async function listeners(instance: Instance): Promise<number> {
