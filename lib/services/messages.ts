@@ -36,18 +36,20 @@ function signatureOf(input: PostMessageInput): SignatureInput | undefined {
 }
 
 /**
- * The post budgets, the same for every way of posting (messages, turn replies): the client's now,
- * and the returned check takes the agent's in the room once the room is known.
+ * The post budgets, the same for every way of posting (messages, turn replies): the client's and
+ * the agent's in the room. Taken before the write transaction: a transaction never waits for a
+ * connection of the pool (PostgreSQL keeps the buckets), so transactions waiting for a room's lock
+ * cannot starve the one that holds it.
  */
-export async function takePostBudget(svc: Services, caller: Caller): Promise<(room: RoomRow, agentId: string) => Promise<void>> {
+export async function takePostBudget(svc: Services, caller: Caller, room: string, agentId: string): Promise<void> {
   const { rate } = svc.config;
   await svc.limiter.take(`posts:${caller.ip}`, rate.postsPerMinute, 60_000, "messages from your address");
-  return (room, agentId) => svc.limiter.take(`agent:${room.uuid}:${agentKey(agentId)}`, rate.agentPostsPerMinute, 60_000, `messages from "${agentId}" in this room`);
+  await svc.limiter.take(`agent:${room}:${agentKey(agentId)}`, rate.agentPostsPerMinute, 60_000, `messages from "${agentId}" in this room`);
 }
 
 export async function postMessage(svc: Services, caller: Caller, rawRoomId: string, input: PostMessageInput): Promise<Message & { receipt: Receipt }> {
-  const takeAgentBudget = await takePostBudget(svc, caller);
   const id = parseRoomId(rawRoomId);
+  await takePostBudget(svc, caller, id, input.agent_id);
   // The payload is exactly what the agent sent and may sign: absent optional fields are omitted.
   const payload: Record<string, unknown> = { text: input.text };
   if (input.reply_to != null) payload.reply_to = input.reply_to;
@@ -55,7 +57,6 @@ export async function postMessage(svc: Services, caller: Caller, rawRoomId: stri
 
   return queuedWrite(svc, id, async (tx) => {
     const room = await requireOpenRoom(svc, id, tx);
-    await takeAgentBudget(room, input.agent_id);
     if (room.mode === "turns") await requireTurnToPost(svc, tx, room, input.agent_id);
     if (input.reply_to != null && !(await tx.hasMessage(room.uuid, input.reply_to))) {
       throw new ParleyError("validation_error", `reply_to: no message with id ${input.reply_to} in this room.`);

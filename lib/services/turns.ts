@@ -271,11 +271,10 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
 
 /** The lease holder's reply: a message carrying the turn id, the turn's close, and what follows it. */
 export async function replyTurn(svc: Services, caller: Caller, rawRoomId: string, rawTurnId: string, input: ReplyTurnInput) {
-  const takeAgentBudget = await takePostBudget(svc, caller);
   const id = parseRoomId(rawRoomId);
+  await takePostBudget(svc, caller, id, input.agent_id);
   return write(svc, [id], async (tx) => {
     const room = await requireOpenRoom(svc, id, tx);
-    await takeAgentBudget(room, input.agent_id);
     const turn = await requireTurn(tx, room, rawTurnId);
     const proj = await loadProjection(tx, room, turn);
     requireParticipant(proj.room!, input.agent_id);
