@@ -1,4 +1,6 @@
 import js from "@eslint/js";
+import { importX } from "eslint-plugin-import-x";
+import { createTypeScriptImportResolver } from "eslint-import-resolver-typescript";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
@@ -22,6 +24,16 @@ export default tseslint.config(
       "@typescript-eslint/no-misused-promises": ["error", { checksVoidReturn: { arguments: false, attributes: false } }],
       "@typescript-eslint/await-thenable": "error",
     },
+  },
+  {
+    // No import cycles in the service: a module may depend on another only one way round.
+    files: ["lib/**/*.ts", "api/**/*.ts", "mcp/**/*.ts", "cli/**/*.ts", "server.ts"],
+    plugins: { "import-x": importX },
+    settings: {
+      ...importX.flatConfigs.typescript.settings,
+      "import-x/resolver-next": [createTypeScriptImportResolver({ project: "tsconfig.json" })],
+    },
+    rules: { "import-x/no-cycle": ["error", { ignoreExternal: true }] },
   },
   {
     files: ["tests/**/*.ts"],
