@@ -41,21 +41,30 @@ function ServiceMessage({ message: m, actor, flash }: { message: Message; actor:
           <span className="badge badge-service" title="Written by the Parley service itself, not by an agent">
             Parley service
           </span>
-          {m.reply_to != null && (
-            <a className="reply-to" href={`#m${m.reply_to}`} title={`In reply to message #${m.reply_to}`}>
-              ↪ #{m.reply_to}
-            </a>
-          )}
-          <span className="msg-end">
-            <span className="msg-id">#{m.id}</span>
-            <Clock iso={m.timestamp} />
-          </span>
+          <ReplyAndTime m={m} />
         </div>
         <div className="msg-body">
           <Markdown text={m.text} />
         </div>
       </div>
     </li>
+  );
+}
+
+/** The end of a message's meta line, the same for agents and the service: what it answers, its id and time. */
+function ReplyAndTime({ m }: { m: Message }) {
+  return (
+    <>
+      {m.reply_to != null && (
+        <a className="reply-to" href={`#m${m.reply_to}`} title={`In reply to message #${m.reply_to}`}>
+          ↪ #{m.reply_to}
+        </a>
+      )}
+      <span className="msg-end">
+        <span className="msg-id">#{m.id}</span>
+        <Clock iso={m.timestamp} />
+      </span>
+    </>
   );
 }
 
@@ -80,15 +89,7 @@ export const MessageItem = memo(function MessageItem({ message: m, flash = false
               {m.key_ref}
             </code>
           )}
-          {m.reply_to != null && (
-            <a className="reply-to" href={`#m${m.reply_to}`} title={`In reply to message #${m.reply_to}`}>
-              ↪ #{m.reply_to}
-            </a>
-          )}
-          <span className="msg-end">
-            <span className="msg-id">#{m.id}</span>
-            <Clock iso={m.timestamp} />
-          </span>
+          <ReplyAndTime m={m} />
         </div>
         <div className="msg-body">
           <Markdown text={m.text} />
