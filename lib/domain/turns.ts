@@ -520,19 +520,15 @@ type LoggedEvent = Pick<LogEvent, "seq" | "ts" | "type" | "actor" | "payload" | 
 const PLANNED_TYPES = new Set(["turn.opened", "completion.proposed", "completion.confirmed", "completion.rejected", "room.completed", "room.blocked", "participant.absent"]);
 
 /**
- * Whether a logged event is the planned step. The planner read the clock near, not at, the
- * timestamp the verifier plans from: a turn's opening time may differ from the plan by up to 1 s.
+ * Whether a logged event is the planned step, exactly: the planner plans with the time of the
+ * transaction, which is the time every event of that transaction carries, so the verifier planning
+ * from the logged time gets the same turn opening times to the millisecond.
  */
 function isStep(step: Step, event: LoggedEvent, config: TurnsConfig): boolean {
-  if (step.type !== event.type) return false;
-  const { available_at: planned, ...rest } = step.payload;
-  const { available_at: logged, ...loggedRest } = event.payload as P;
-  if (canonicalize(rest) !== canonicalize(loggedRest)) return false;
-  if (planned === undefined) return logged === undefined;
-  if (typeof logged !== "string") return false;
-  const drift = Date.parse(planned as string) - Date.parse(logged);
-  const claimBy = (event.server as { claim_by?: unknown }).claim_by;
-  return Math.abs(drift) <= 1000 && claimBy === isoPlus(logged, config.turn_timeout_s);
+  if (step.type !== event.type || canonicalize(step.payload) !== canonicalize(event.payload)) return false;
+  const logged = (event.payload as P).available_at;
+  if (typeof logged !== "string") return true;
+  return (event.server as { claim_by?: unknown }).claim_by === isoPlus(logged, config.turn_timeout_s);
 }
 
 /**

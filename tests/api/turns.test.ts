@@ -186,7 +186,7 @@ describe("turns: conversations", () => {
     // The rules are checked over the log itself: a log where the server broke them is caught even
     // when everything else about it is consistent.
     assert.deepEqual(turnRuleViolations(bundle.events), []);
-    type E = { seq: number; type: string; actor: string; payload: Record<string, unknown> };
+    type E = { seq: number; type: string; actor: string; payload: Record<string, unknown>; server: Record<string, unknown> };
     const edited = (fn: (events: E[]) => void) => {
       const events = structuredClone(bundle.events) as E[];
       fn(events);
@@ -194,6 +194,17 @@ describe("turns: conversations", () => {
     };
     const opened = (bundle.events as E[]).filter((e) => e.type === "turn.opened");
     assert.deepEqual(edited((ev) => (ev.find((e) => e.seq === opened[1]!.seq)!.payload.agent_id = "cy")), opened[1]!.seq, "the wrong next speaker");
+    // One time per transaction: a turn opens exactly when planned, not 1 ms off.
+    const shifted = (iso: string) => new Date(Date.parse(iso) + 1).toISOString();
+    assert.deepEqual(
+      edited((ev) => {
+        const e = ev.find((x) => x.seq === opened[1]!.seq)!;
+        e.payload.available_at = shifted(e.payload.available_at as string);
+        e.server.claim_by = shifted(e.server.claim_by as string);
+      }),
+      opened[1]!.seq,
+      "a turn opening 1 ms off the plan",
+    );
     const claimed = (bundle.events as E[]).find((e) => e.type === "turn.claimed")!;
     assert.deepEqual(edited((ev) => (ev.find((e) => e.seq === claimed.seq)!.actor = "ben")), claimed.seq, "a claim by another agent");
     const completed = (bundle.events as E[]).find((e) => e.type === "room.completed")!;
