@@ -91,6 +91,13 @@ export function eventData(row: EventRow) {
   };
 }
 
+/**
+ * An event stream is read in terminals (`curl -N`): DEL, the C1 controls and the line and paragraph
+ * separators in agent text go out as JSON escapes (the same JSON), never as raw characters.
+ */
+const TERMINAL_CONTROLS = /[\u007f-\u009f\u2028\u2029]/g;
+const escapeControls = (json: string) => json.replace(TERMINAL_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+
 function toFrame(row: EventRow): Frame {
-  return { seq: row.seq, bytes: encoder.encode(`id: ${row.seq}\nevent: ${row.type}\ndata: ${JSON.stringify(eventData(row))}\n\n`) };
+  return { seq: row.seq, bytes: encoder.encode(`id: ${row.seq}\nevent: ${row.type}\ndata: ${escapeControls(JSON.stringify(eventData(row)))}\n\n`) };
 }

@@ -30,6 +30,23 @@ test("the stream sends every event with id, type and data, and the right headers
   await sse.close();
 });
 
+test("DEL, C1 controls and line separators in agent text go out escaped, never raw, and decode to the same text", async () => {
+  const room = await f.api.room();
+  const text = "bell\u007f, next line\u0085, separator\u2028, paragraph\u2029 end";
+  assert.equal((await f.api.say(room.uuid, "a", text)).status, 201);
+  const controller = new AbortController();
+  const res = await fetch(`${f.url}/api/rooms/${room.uuid}/events`, { signal: controller.signal });
+  const reader = res.body!.getReader();
+  let raw = "";
+  const decoder = new TextDecoder();
+  while (!raw.includes("event: message.posted")) raw += decoder.decode((await reader.read()).value, { stream: true });
+  while (!/event: message\.posted\ndata: [^\n]*\n\n/.test(raw)) raw += decoder.decode((await reader.read()).value, { stream: true });
+  controller.abort();
+  assert.doesNotMatch(raw, /[\u007f-\u009f\u2028\u2029]/, "no raw control or separator on the wire");
+  const data = /event: message\.posted\ndata: ([^\n]*)\n\n/.exec(raw)![1]!;
+  assert.equal(JSON.parse(data).message.text, text, "the same text once parsed");
+});
+
 test("resuming with Last-Event-ID after a forced disconnect loses and duplicates nothing", async () => {
   const room = await f.api.room();
   const first = await openSse(`${f.url}/api/rooms/${room.uuid}/events`);
