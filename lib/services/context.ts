@@ -45,7 +45,6 @@ export const isoNow = (svc: Services) => new Date(svc.clock.now()).toISOString()
 
 /** The room lifetime settings, as the room rules take them. */
 export const roomLife = (svc: Services) => ({ idleTtlMs: svc.config.roomIdleTtlMs, maxTtlMs: svc.config.roomMaxTtlMs });
-export const isoAfter = (svc: Services, seconds: number) => new Date(svc.clock.now() + seconds * 1000).toISOString();
 
 /** "No upper bound" for store reads that take a limit. */
 export const ALL = Number.MAX_SAFE_INTEGER;

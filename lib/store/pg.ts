@@ -7,7 +7,7 @@ import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
 import { ParleyError } from "../errors";
-import type { MessageRow, RoomListQuery, RoomRow, Store, StoreReader, StoreWriter } from "./repository";
+import type { Heads, MessageRow, RoomListQuery, RoomRow, Store, StoreReader, StoreWriter } from "./repository";
 import * as rows from "./rows";
 
 const MIGRATIONS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../drizzle/pg");
@@ -170,8 +170,6 @@ function readerOn(db: Queryable): StoreReader {
   };
 }
 
-/** What a write transaction appended: the highest seq per room, announced after it commits. */
-export type Heads = Map<string, number>;
 
 function writerOn(client: pg.PoolClient, heads: Heads): StoreWriter {
   const run = async (text: string, values: unknown[], name?: string) => (await client.query(name ? { name, text, values } : { text, values })).rowCount ?? 0;

@@ -195,6 +195,9 @@ export interface JobsStore {
   releaseJob(name: string, holder: string): Promise<void>;
 }
 
+/** What a write transaction appended: the highest seq per room, announced after it commits. */
+export type Heads = Map<string, number>;
+
 export type StoreReader = RoomsReader & MessagesReader & LedgerReader & BoardReader & TurnsReader;
 
 /** Writes: only reachable inside Store.write, so every write is in one transaction. */

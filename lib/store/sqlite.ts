@@ -15,7 +15,7 @@ import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { and, asc, count, desc, eq, gt, lte, ne, sql } from "drizzle-orm";
 import * as schema from "./schema";
-import type { RoomListQuery, RoomRow, Store, StoreReader, StoreWriter } from "./repository";
+import type { Heads, RoomListQuery, Store, StoreReader, StoreWriter } from "./repository";
 import { MemoryBuckets } from "./memory-limits";
 import * as rows from "./rows";
 
@@ -29,8 +29,6 @@ const SORT_COLUMNS = {
   agents: [desc(rooms.agentCount), desc(rooms.lastActivityAt)],
 } as const;
 
-/** What a write transaction appended: the highest seq per room, announced after it commits. */
-export type Heads = Map<string, number>;
 
 function connect(file: string, readonly: boolean): Database.Database {
   const db = new Database(file, { readonly });
@@ -235,7 +233,7 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter {
      ON CONFLICT (room, id) DO UPDATE SET agent_id = excluded.agent_id, status = excluded.status, deadline = excluded.deadline,
        lease_hash = excluded.lease_hash, data = excluded.data`,
   );
-  const deleteRoom = prep(`DELETE FROM rooms WHERE uuid = ? RETURNING *`);
+  const deleteRoom = prep(`DELETE FROM rooms WHERE uuid = ?`);
   const bool = (b: boolean) => (b ? 1 : 0);
   let savepoints = 0;
 
@@ -253,9 +251,9 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter {
     pinAgentKey: async (room, agentId, pubkeyHex) => void pinAgentKey.run({ room, agentId, pubkeyHex }),
     async deleteRoomData(uuid, keepTombstone) {
       // The cascade removes every row the room had; a tombstone is a fresh rooms row with no data.
-      const gone = deleteRoom.get(uuid) as Record<string, unknown> | undefined;
-      if (gone && keepTombstone) {
-        const row = fromRawRoom(gone);
+      const row = await reader.getRoom(uuid);
+      deleteRoom.run(uuid);
+      if (row && keepTombstone) {
         insertRoom.run({ ...row, isPublic: bool(row.isPublic), status: "expired", description: "", frontier: "[]", checkpoint: "" });
       }
     },
@@ -287,18 +285,6 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter {
         throw err;
       }
     },
-  };
-}
-
-/** A rooms row as DELETE … RETURNING * gives it (snake_case, integers for booleans). */
-function fromRawRoom(r: Record<string, unknown>): RoomRow {
-  const g = <T>(k: string) => r[k] as T;
-  return {
-    uuid: g("uuid"), description: g("description"), isPublic: g<number>("is_public") === 1, protocolMode: g("protocol_mode"), mode: g("mode"),
-    status: g("status"), ownerTokenHash: g("owner_token_hash"), createdAt: g("created_at"), lastActivityAt: g("last_activity_at"),
-    expiresAt: g("expires_at"), messageCount: g("message_count"), agentCount: g("agent_count"), headSize: g("head_size"), headLeaf: g("head_leaf"),
-    headRoot: g("head_root"), frontier: g("frontier"), checkpoint: g("checkpoint"), arbiterWatermark: g("arbiter_watermark"),
-    arbiterCalls: g("arbiter_calls"), arbiterTokens: g("arbiter_tokens"), arbiterItems: g("arbiter_items"), lastExtractionError: g("last_extraction_error"),
   };
 }
 

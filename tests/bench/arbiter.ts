@@ -7,11 +7,11 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import autocannon from "autocannon";
+import { freePort } from "../helpers/net";
 import { startArbiterApi } from "../helpers/fake-llm";
 import { loadConfig } from "../../lib/config";
 import { contextHash, sealOf } from "../../lib/domain/ledger";
@@ -81,14 +81,6 @@ async function premiumRoom(report: Report): Promise<void> {
   }
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** The API server alone (no pages) in a child process, as in production. */
 async function startApiChild(): Promise<{ base: string; child: ChildProcess }> {

@@ -5,7 +5,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -17,6 +16,9 @@ import { openSqliteStore } from "../../lib/store/sqlite";
 import pg from "pg";
 import { startEmbeddedPostgres } from "../helpers/pg";
 import { NO_LIMITS } from "../helpers/server";
+import { freePort } from "../helpers/net";
+
+export { freePort };
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
@@ -32,15 +34,6 @@ export function rssMb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer().on("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** The sorted[p %] element (nearest rank, p = 100 gives the maximum); `xs` is not changed. */
 export function percentile(xs: number[], p: number): number {

