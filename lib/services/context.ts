@@ -2,7 +2,8 @@ import type { Config } from "../config";
 import type { Caches } from "./cache";
 import type { FrameCache } from "../realtime/feed";
 import type { Notifier } from "../realtime/notifier";
-import type { Store } from "../store/types";
+import type { LogEvent } from "../log/event";
+import type { RoomRow, Store, StoreWriter } from "../store/types";
 import type { RateLimiter } from "./rate-limit";
 import type { ServerKey } from "./server-key";
 
@@ -32,7 +33,14 @@ export interface Services {
   arbiter?: unknown;
   /** This process's name in job leases (background work runs on one instance at a time). */
   instanceId: string;
+  /**
+   * Run inside the transaction of every append, after the event is written and before commit
+   * (the webhook outbox writes its delivery rows here, so a crash loses none).
+   */
+  appendHooks: AppendHook[];
 }
+
+export type AppendHook = (tx: StoreWriter & { readonly now: string }, event: LogEvent, room: RoomRow) => Promise<void>;
 
 /** Who is asking and from where: the adapters (REST, MCP, pages) fill this in. */
 export interface Caller {

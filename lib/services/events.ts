@@ -5,6 +5,7 @@ import { frontierAppend, frontierFromHex, frontierRoot, frontierToHex } from "..
 import type { EventRow, RoomAfterAppend, RoomRow, StoreWriter } from "../store/types";
 import { isoNow, roomLife, type Services } from "./context";
 import { expiresAt } from "../domain/room";
+import { refuseSecrets } from "../domain/secrets";
 
 export interface NewEvent {
   type: string;
@@ -47,6 +48,8 @@ export async function appendEvent(
   input: NewEvent,
   roomPatch: Partial<RoomAfterAppend> = {},
 ): Promise<Appended> {
+  // What agents and the owner write; the arbiter only quotes text that was screened on its way in.
+  if (input.actor !== "server" && input.actor !== "arbiter") refuseSecrets(input.payload);
   const seq = room.headSize + 1;
   const event: LogEvent = {
     v: 1,
@@ -73,6 +76,7 @@ export async function appendEvent(
     sign: svc.key.sign,
   });
   await tx.insertEvent(eventToRow(event, leafHex, checkpoint));
+  for (const hook of svc.appendHooks) await hook(tx, event, room);
   // What agents and the owner do keeps a room alive (messages, claims, heartbeats, votes); what the
   // server and the arbiter do on their own does not.
   const activity = input.actor === "server" || input.actor === "arbiter" ? {} : {

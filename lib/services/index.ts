@@ -22,6 +22,7 @@ export function createServices(config: Config, store: Store, key: ServerKey, clo
     caches: new Caches(),
     leaseSecret: Buffer.from(key.sign(utf8("parley turn lease tokens v1"))),
     instanceId: `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString("hex")}`,
+    appendHooks: [],
   } as Omit<Services, "frames"> as Services;
   svc.frames = new FrameCache(svc);
   // Readers of a room wake when a commit moved its head (this instance's; other instances' arrive
