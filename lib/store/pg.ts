@@ -7,7 +7,7 @@ import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
 import { ParleyError } from "../errors";
-import type { Heads, MessageRow, RoomListQuery, RoomRow, Store, StoreReader, StoreWriter } from "./repository";
+import type { DeliveryRow, DeliveryStatus, Heads, MessageRow, RoomListQuery, RoomRow, Store, StoreReader, StoreWriter, WebhookRow } from "./repository";
 import * as rows from "./rows";
 
 const MIGRATIONS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../drizzle/pg");
@@ -38,6 +38,13 @@ const HANDSHAKE_COLS = `id, agent_id AS "agentId", context_hash AS "contextHash"
 const TASK_COLS = `id, status, priority, claimant, lease_until AS "leaseUntil", lease_hash AS "leaseHash", data`;
 const AGENT_COLS = `agent_id AS "agentId", capabilities, auth, key_ref AS "keyRef", last_seen AS "lastSeen", lost`;
 const TURN_COLS = `id, agent_id AS "agentId", status, deadline, lease_hash AS "leaseHash", data`;
+const WEBHOOK_COLS = `id, room, kind, url, events, format, mentioning, room_url AS "roomUrl", secret_hash AS "secretHash", created_at AS "createdAt",
+  consecutive_dead AS "consecutiveDead", disabled_at AS "disabledAt", disabled_reason AS "disabledReason", expiry_alerted_for AS "expiryAlertedFor"`;
+/** A delivery's columns, qualified by `t` where a join would make a name ambiguous. */
+const deliveryCols = (t = "") => `${t}id, ${t}webhook_id AS "webhookId", ${t}room, ${t}seq, ${t}event_type AS "eventType", ${t}payload, ${t}status,
+  ${t}attempts, ${t}next_attempt_at AS "nextAttemptAt", ${t}lease_until AS "leaseUntil", ${t}claim, ${t}last_status AS "lastStatus",
+  ${t}last_error AS "lastError", ${t}created_at AS "createdAt", ${t}updated_at AS "updatedAt", ${t}delivered_at AS "deliveredAt"`;
+const DELIVERY_COLS = deliveryCols();
 
 const SORT_SQL = {
   active: "last_activity_at DESC",
@@ -167,6 +174,29 @@ function readerOn(db: Queryable): StoreReader {
       (await all<rows.TurnRow>(`SELECT ${TURN_COLS} FROM turns WHERE room = $1 ORDER BY id DESC LIMIT $2`, [room, limit])).map(rows.toTurn).reverse(),
     dueTurns: (now, limit) =>
       all(`SELECT t.room, t.id FROM turns t JOIN rooms r ON r.uuid = t.room WHERE t.status IN ('ready', 'claimed') AND t.deadline <= $1 AND ${liveRoom} LIMIT $2`, [now, limit]),
+
+    getWebhook: (room, id) => one<WebhookRow>(`SELECT ${WEBHOOK_COLS} FROM webhooks WHERE room = $1 AND id = $2`, [room, id], "get_webhook"),
+    // Rows for one room: the append hook reads them inside every append's transaction.
+    listWebhooks: (room) => all<WebhookRow>(`SELECT ${WEBHOOK_COLS} FROM webhooks WHERE room = $1 ORDER BY created_at, id`, [room], "list_webhooks"),
+    listDeliveries: (webhookId, limit) =>
+      all<DeliveryRow>(`SELECT ${DELIVERY_COLS} FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY created_at DESC, seq DESC NULLS LAST, id LIMIT $2`, [webhookId, limit]),
+    async deliveryCounts(webhookId) {
+      const counts: Record<DeliveryStatus, number> = { pending: 0, retrying: 0, delivered: 0, dead: 0 };
+      for (const r of await all<{ status: DeliveryStatus; n: number }>(`SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 GROUP BY status`, [webhookId])) {
+        counts[r.status] = r.n;
+      }
+      return counts;
+    },
+    async roomsNearExpiry(now, until, limit) {
+      const list = await all<{ uuid: string }>(
+        `SELECT DISTINCT r.uuid FROM webhooks w JOIN rooms r ON r.uuid = w.room
+         WHERE w.kind = 'alerts' AND w.disabled_at IS NULL AND r.status <> 'expired' AND r.expires_at > $1 AND r.expires_at <= $2
+           AND (w.expiry_alerted_for IS NULL OR w.expiry_alerted_for <> r.expires_at)
+         LIMIT $3`,
+        [now, until, limit],
+      );
+      return list.map((r) => r.uuid);
+    },
   };
 }
 
@@ -315,6 +345,55 @@ function writerOn(client: pg.PoolClient, heads: Heads): StoreWriter {
         "save_turn",
       );
     },
+    insertWebhook: async (w) =>
+      void (await run(
+        `INSERT INTO webhooks (id, room, kind, url, events, format, mentioning, room_url, secret_hash, created_at, consecutive_dead, disabled_at,
+           disabled_reason, expiry_alerted_for) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14)`,
+        [w.id, w.room, w.kind, w.url, w.events, w.format, w.mentioning, w.roomUrl, w.secretHash, w.createdAt, w.consecutiveDead, w.disabledAt,
+          w.disabledReason, w.expiryAlertedFor],
+      )),
+    deleteWebhook: async (room, id) => (await run(`DELETE FROM webhooks WHERE room = $1 AND id = $2`, [room, id])) === 1,
+    insertDelivery: async (d) =>
+      void (await run(
+        `INSERT INTO webhook_deliveries (id, webhook_id, room, seq, event_type, payload, status, attempts, next_attempt_at, lease_until, claim,
+           last_status, last_error, created_at, updated_at, delivered_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16)`,
+        [d.id, d.webhookId, d.room, d.seq, d.eventType, d.payload, d.status, d.attempts, d.nextAttemptAt, d.leaseUntil, d.claim,
+          d.lastStatus, d.lastError, d.createdAt, d.updatedAt, d.deliveredAt],
+        "insert_delivery",
+      )),
+    // SKIP LOCKED: instances claiming at once take disjoint rows; the lease keeps the rows theirs
+    // after this short transaction, until the attempt is recorded or the lease runs out (a crash).
+    claimDeliveries: async (now, leaseUntil, claim, limit) =>
+      (await client.query<DeliveryRow>(
+        `WITH due AS (
+           SELECT id FROM webhook_deliveries
+           WHERE status IN ('pending', 'retrying') AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
+           ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED)
+         UPDATE webhook_deliveries d SET lease_until = $2, claim = $3 FROM due WHERE d.id = due.id
+         RETURNING ${deliveryCols("d.")}`,
+        [now, leaseUntil, claim, limit],
+      )).rows,
+    finishDelivery: async (id, claim, o) =>
+      (await run(
+        `UPDATE webhook_deliveries SET status = $3, attempts = $4, next_attempt_at = $5, last_status = $6, last_error = $7, delivered_at = $8,
+           updated_at = $9, lease_until = NULL, claim = NULL WHERE id = $1 AND claim = $2`,
+        [id, claim, o.status, o.attempts, o.nextAttemptAt, o.lastStatus, o.lastError, o.deliveredAt, o.updatedAt],
+      )) === 1,
+    resetDeadRun: async (id) => void (await run(`UPDATE webhooks SET consecutive_dead = 0 WHERE id = $1 AND consecutive_dead <> 0`, [id])),
+    addDeadDelivery: async (id) =>
+      (await client.query<{ n: number }>(`UPDATE webhooks SET consecutive_dead = consecutive_dead + 1 WHERE id = $1 RETURNING consecutive_dead AS n`, [id])).rows[0]?.n ?? 0,
+    async disableWebhook(id, at, reason) {
+      if ((await run(`UPDATE webhooks SET disabled_at = $2, disabled_reason = $3 WHERE id = $1 AND disabled_at IS NULL`, [id, at, reason])) !== 1) return false;
+      await run(
+        `UPDATE webhook_deliveries SET status = 'dead', last_error = $3, updated_at = $2, lease_until = NULL, claim = NULL
+         WHERE webhook_id = $1 AND status IN ('pending', 'retrying')`,
+        [id, at, reason],
+      );
+      return true;
+    },
+    markExpiryAlerted: async (room, expiresAt) => void (await run(`UPDATE webhooks SET expiry_alerted_for = $2 WHERE room = $1 AND kind = 'alerts'`, [room, expiresAt])),
+    pruneDeliveries: (deliveredBefore, deadBefore) =>
+      run(`DELETE FROM webhook_deliveries WHERE (status = 'delivered' AND created_at < $1) OR (status = 'dead' AND created_at < $2)`, [deliveredBefore, deadBefore]),
     async savepoint<T>(fn: () => Promise<T>): Promise<T> {
       const name = `sp${++savepoints}`;
       const before = new Map(heads);

@@ -174,6 +174,90 @@ export interface TurnsWriter {
   saveTurn(room: string, turn: TurnState): Promise<void>;
 }
 
+// ---- webhooks (SPEC 12): registrations and their outbox of deliveries ----
+export interface WebhookRow {
+  id: string;
+  room: string;
+  kind: string; // events | alerts
+  url: string;
+  events: string | null; // JSON array of types and family.* patterns; null: every event
+  format: string; // json | slack
+  mentioning: string | null;
+  roomUrl: string;
+  secretHash: string;
+  createdAt: string;
+  consecutiveDead: number;
+  disabledAt: string | null;
+  disabledReason: string | null;
+  expiryAlertedFor: string | null;
+}
+
+export type DeliveryStatus = "pending" | "retrying" | "delivered" | "dead";
+
+export interface DeliveryRow {
+  id: string;
+  webhookId: string;
+  room: string;
+  seq: number | null;
+  eventType: string;
+  payload: string | null;
+  status: DeliveryStatus;
+  attempts: number;
+  nextAttemptAt: string;
+  leaseUntil: string | null;
+  claim: string | null;
+  lastStatus: number | null;
+  lastError: string | null;
+  createdAt: string;
+  updatedAt: string;
+  deliveredAt: string | null;
+}
+
+/** What an attempt changed: written only while the attempt's claim still holds the row. */
+export type DeliveryOutcome = Pick<DeliveryRow, "status" | "attempts" | "nextAttemptAt" | "lastStatus" | "lastError" | "deliveredAt" | "updatedAt">;
+
+export interface WebhooksReader {
+  getWebhook(room: string, id: string): Promise<WebhookRow | undefined>;
+  /** A room's webhooks, oldest first. */
+  listWebhooks(room: string): Promise<WebhookRow[]>;
+  /** A webhook's newest `limit` deliveries, newest first. */
+  listDeliveries(webhookId: string, limit: number): Promise<DeliveryRow[]>;
+  /** How many deliveries of a webhook are in each state. */
+  deliveryCounts(webhookId: string): Promise<Record<DeliveryStatus, number>>;
+  /**
+   * Live rooms that expire in (now, until] and have an enabled alerts webhook not yet told about
+   * that expiry (the near-expiry sweep).
+   */
+  roomsNearExpiry(now: string, until: string, limit: number): Promise<string[]>;
+}
+export interface WebhooksWriter {
+  insertWebhook(row: WebhookRow): Promise<void>;
+  /** True when it was there. Its deliveries go with it (ON DELETE CASCADE). */
+  deleteWebhook(room: string, id: string): Promise<boolean>;
+  insertDelivery(row: DeliveryRow): Promise<void>;
+  /**
+   * Claims up to `limit` due deliveries (pending or retrying, next attempt at or before `now`, no
+   * running lease) for `claim` until `leaseUntil`. PostgreSQL: FOR UPDATE SKIP LOCKED, so
+   * instances claiming at once never get the same row.
+   */
+  claimDeliveries(now: string, leaseUntil: string, claim: string, limit: number): Promise<DeliveryRow[]>;
+  /** Records an attempt's outcome and ends the claim; false when the claim no longer holds the row. */
+  finishDelivery(id: string, claim: string, outcome: DeliveryOutcome): Promise<boolean>;
+  /** A delivered attempt: the webhook's run of dead deliveries ends. */
+  resetDeadRun(webhookId: string): Promise<void>;
+  /** A dead delivery: one more in the webhook's run of dead deliveries; returns the run's length. */
+  addDeadDelivery(webhookId: string): Promise<number>;
+  /**
+   * Disables a webhook (once: false when it already was) and ends its open deliveries as dead with
+   * `reason`.
+   */
+  disableWebhook(webhookId: string, at: string, reason: string): Promise<boolean>;
+  /** Notes that a room's alerts webhooks were told about its expiry at `expiresAt`. */
+  markExpiryAlerted(room: string, expiresAt: string): Promise<void>;
+  /** Removes delivered deliveries created before `deliveredBefore` and dead ones before `deadBefore`. */
+  pruneDeliveries(deliveredBefore: string, deadBefore: string): Promise<number>;
+}
+
 // ---- rate limits (shared across instances on PostgreSQL) ----
 export interface LimitsStore {
   /**
@@ -198,10 +282,10 @@ export interface JobsStore {
 /** What a write transaction appended: the highest seq per room, announced after it commits. */
 export type Heads = Map<string, number>;
 
-export type StoreReader = RoomsReader & MessagesReader & LedgerReader & BoardReader & TurnsReader;
+export type StoreReader = RoomsReader & MessagesReader & LedgerReader & BoardReader & TurnsReader & WebhooksReader;
 
 /** Writes: only reachable inside Store.write, so every write is in one transaction. */
-export interface StoreWriter extends StoreReader, RoomsWriter, MessagesWriter, LedgerWriter, BoardWriter, TurnsWriter {
+export interface StoreWriter extends StoreReader, RoomsWriter, MessagesWriter, LedgerWriter, BoardWriter, TurnsWriter, WebhooksWriter {
   /** Runs fn in a savepoint: a throw rolls back fn's writes only (group commit). */
   savepoint<T>(fn: () => Promise<T>): Promise<T>;
 }

@@ -237,3 +237,52 @@ export const jobLeases = pgTable("job_leases", {
   holder: text("holder").notNull(),
   untilMs: bigint("until_ms", { mode: "number" }).notNull(),
 });
+
+/** Webhooks (SPEC 12): as in schema.ts. Never log events; the secret is derived, only its SHA-256 kept. */
+export const webhooks = pgTable(
+  "webhooks",
+  {
+    id: text("id").primaryKey(),
+    room: room(),
+    kind: text("kind").notNull(),
+    url: text("url").notNull(),
+    events: text("events"),
+    format: text("format").notNull(),
+    mentioning: text("mentioning"),
+    roomUrl: text("room_url").notNull(),
+    secretHash: text("secret_hash").notNull(),
+    createdAt: text("created_at").notNull(),
+    consecutiveDead: integer("consecutive_dead").notNull().default(0),
+    disabledAt: text("disabled_at"),
+    disabledReason: text("disabled_reason"),
+    expiryAlertedFor: text("expiry_alerted_for"),
+  },
+  (t) => [index("webhooks_room").on(t.room)],
+);
+
+/** The webhook outbox: written with the event; claimed FOR UPDATE SKIP LOCKED with a lease. */
+export const webhookDeliveries = pgTable(
+  "webhook_deliveries",
+  {
+    id: text("id").primaryKey(),
+    webhookId: text("webhook_id").notNull().references(() => webhooks.id, { onDelete: "cascade" }),
+    room: room(),
+    seq: integer("seq"),
+    eventType: text("event_type").notNull(),
+    payload: text("payload"),
+    status: text("status").notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    nextAttemptAt: text("next_attempt_at").notNull(),
+    leaseUntil: text("lease_until"),
+    claim: text("claim"),
+    lastStatus: integer("last_status"),
+    lastError: text("last_error"),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+    deliveredAt: text("delivered_at"),
+  },
+  (t) => [
+    index("webhook_deliveries_due").on(t.nextAttemptAt).where(sql`status IN ('pending', 'retrying')`),
+    index("webhook_deliveries_webhook").on(t.webhookId, t.createdAt),
+  ],
+);

@@ -245,3 +245,59 @@ export const turns = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.room, t.id] }), index("turns_due").on(t.deadline).where(sql`status IN ('ready', 'claimed')`)],
 );
+
+/**
+ * Webhooks (SPEC 12): registrations of a room, never log events, so their URLs and secrets stay
+ * out of the log, exports and public views. The secret is derived from the server key and the id
+ * (lib/webhooks/secret.ts); only its SHA-256 is kept, to check a Bearer secret.
+ */
+export const webhooks = sqliteTable(
+  "webhooks",
+  {
+    id: text("id").primaryKey(),
+    room: room(),
+    kind: text("kind").notNull(), // events | alerts
+    url: text("url").notNull(),
+    events: text("events"), // JSON array of event types and family.* patterns; null: every event
+    format: text("format").notNull(), // json | slack
+    mentioning: text("mentioning"), // only messages that mention this agent
+    roomUrl: text("room_url").notNull(), // the room's URL as its registrant saw it (deliveries carry it)
+    secretHash: text("secret_hash").notNull(),
+    createdAt: text("created_at").notNull(),
+    consecutiveDead: integer("consecutive_dead").notNull().default(0),
+    disabledAt: text("disabled_at"),
+    disabledReason: text("disabled_reason"),
+    expiryAlertedFor: text("expiry_alerted_for"), // the room expiry the last near-expiry alert was about
+  },
+  (t) => [index("webhooks_room").on(t.room)],
+);
+
+/**
+ * The outbox: one row per (webhook, event or alert), written in the transaction that appended the
+ * event, so a crash loses none. The worker claims due rows with a lease (claim, lease_until).
+ */
+export const webhookDeliveries = sqliteTable(
+  "webhook_deliveries",
+  {
+    id: text("id").primaryKey(), // X-Parley-Delivery: the same on every attempt
+    webhookId: text("webhook_id").notNull().references(() => webhooks.id, { onDelete: "cascade" }),
+    room: room(),
+    seq: integer("seq"), // the event delivered; null for an alert without one
+    eventType: text("event_type").notNull(), // X-Parley-Event: the event type, or alert.<kind>
+    payload: text("payload"), // JSON alert; null for an event (read from the log when sent)
+    status: text("status").notNull(), // pending | retrying | delivered | dead
+    attempts: integer("attempts").notNull().default(0),
+    nextAttemptAt: text("next_attempt_at").notNull(),
+    leaseUntil: text("lease_until"),
+    claim: text("claim"),
+    lastStatus: integer("last_status"),
+    lastError: text("last_error"),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+    deliveredAt: text("delivered_at"),
+  },
+  (t) => [
+    index("webhook_deliveries_due").on(t.nextAttemptAt).where(sql`status IN ('pending', 'retrying')`),
+    index("webhook_deliveries_webhook").on(t.webhookId, t.createdAt),
+  ],
+);

@@ -13,13 +13,13 @@ import { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
 import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
-import { and, asc, count, desc, eq, gt, lte, ne, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, gt, isNull, lte, ne, sql } from "drizzle-orm";
 import * as schema from "./schema";
-import type { Heads, RoomListQuery, Store, StoreReader, StoreWriter } from "./repository";
+import type { DeliveryRow, DeliveryStatus, Heads, RoomListQuery, Store, StoreReader, StoreWriter } from "./repository";
 import { MemoryBuckets } from "./memory-limits";
 import * as rows from "./rows";
 
-const { rooms, events, messages, roomAgents, threads, revisions, discrepancies, handshakes, tasks, boardAgents, turnRooms, turns } = schema;
+const { rooms, events, messages, roomAgents, threads, revisions, discrepancies, handshakes, tasks, boardAgents, turnRooms, turns, webhooks, webhookDeliveries } = schema;
 const MIGRATIONS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../drizzle");
 
 const SORT_COLUMNS = {
@@ -72,6 +72,13 @@ function readerOn(sqlite: Database.Database) {
   const getTurnsRoomRow = db.select().from(turnRooms).where(eq(turnRooms.room, p("room"))).prepare();
   const getTurnRow = db.select().from(turns).where(and(eq(turns.room, p("room")), eq(turns.id, p("id")))).prepare();
   const ping = sqlite.prepare("select 1");
+  const getWebhook = db.select().from(webhooks).where(and(eq(webhooks.room, p("room")), eq(webhooks.id, p("id")))).prepare();
+  // rowid order is registration order.
+  const listWebhooks = db.select().from(webhooks).where(eq(webhooks.room, p("room"))).orderBy(sql`rowid`).prepare();
+  const listDeliveries = db.select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, p("webhookId")))
+    .orderBy(sql`rowid DESC`).limit(p("limit")).prepare();
+  const deliveryCounts = db.select({ status: webhookDeliveries.status, n: count() }).from(webhookDeliveries)
+    .where(eq(webhookDeliveries.webhookId, p("webhookId"))).groupBy(webhookDeliveries.status).prepare();
 
   const reader: StoreReader = {
     getRoom: async (uuid) => getRoom.get({ uuid }),
@@ -150,6 +157,21 @@ function readerOn(sqlite: Database.Database) {
     dueTurns: async (now, limit) =>
       db.select({ room: turns.room, id: turns.id }).from(turns).innerJoin(rooms, eq(rooms.uuid, turns.room))
         .where(and(sql`${turns.status} IN ('ready', 'claimed')`, lte(turns.deadline, now), liveRoom(now))).limit(limit).all(),
+
+    getWebhook: async (room, id) => getWebhook.get({ room, id }),
+    listWebhooks: async (room) => listWebhooks.all({ room }),
+    listDeliveries: async (webhookId, limit) => listDeliveries.all({ webhookId, limit }) as DeliveryRow[],
+    async deliveryCounts(webhookId) {
+      const counts: Record<DeliveryStatus, number> = { pending: 0, retrying: 0, delivered: 0, dead: 0 };
+      for (const r of deliveryCounts.all({ webhookId })) counts[r.status as DeliveryStatus] = r.n;
+      return counts;
+    },
+    roomsNearExpiry: async (now, until, limit) =>
+      db.selectDistinct({ uuid: rooms.uuid }).from(webhooks).innerJoin(rooms, eq(rooms.uuid, webhooks.room))
+        .where(and(
+          eq(webhooks.kind, "alerts"), isNull(webhooks.disabledAt), ne(rooms.status, "expired"), gt(rooms.expiresAt, now), lte(rooms.expiresAt, until),
+          sql`(${webhooks.expiryAlertedFor} IS NULL OR ${webhooks.expiryAlertedFor} <> ${rooms.expiresAt})`,
+        )).limit(limit).all().map((r) => r.uuid),
   };
   return { reader, db };
 }
@@ -234,6 +256,45 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter {
        lease_hash = excluded.lease_hash, data = excluded.data`,
   );
   const deleteRoom = prep(`DELETE FROM rooms WHERE uuid = ?`);
+  const insertWebhook = prep(
+    `INSERT INTO webhooks (id, room, kind, url, events, format, mentioning, room_url, secret_hash, created_at, consecutive_dead, disabled_at,
+       disabled_reason, expiry_alerted_for)
+     VALUES (@id, @room, @kind, @url, @events, @format, @mentioning, @roomUrl, @secretHash, @createdAt, @consecutiveDead, @disabledAt,
+       @disabledReason, @expiryAlertedFor)`,
+  );
+  const deleteWebhook = prep(`DELETE FROM webhooks WHERE room = @room AND id = @id`);
+  const insertDelivery = prep(
+    `INSERT INTO webhook_deliveries (id, webhook_id, room, seq, event_type, payload, status, attempts, next_attempt_at, lease_until, claim,
+       last_status, last_error, created_at, updated_at, delivered_at)
+     VALUES (@id, @webhookId, @room, @seq, @eventType, @payload, @status, @attempts, @nextAttemptAt, @leaseUntil, @claim,
+       @lastStatus, @lastError, @createdAt, @updatedAt, @deliveredAt)`,
+  );
+  // One process: the write lock already keeps two claims apart; the lease covers a crash mid-attempt.
+  const claimDeliveries = prep(
+    `UPDATE webhook_deliveries SET lease_until = @leaseUntil, claim = @claim
+     WHERE id IN (SELECT id FROM webhook_deliveries
+                  WHERE status IN ('pending', 'retrying') AND next_attempt_at <= @now AND (lease_until IS NULL OR lease_until <= @now)
+                  ORDER BY next_attempt_at LIMIT @limit)
+     RETURNING id, webhook_id AS webhookId, room, seq, event_type AS eventType, payload, status, attempts, next_attempt_at AS nextAttemptAt,
+       lease_until AS leaseUntil, claim, last_status AS lastStatus, last_error AS lastError, created_at AS createdAt, updated_at AS updatedAt,
+       delivered_at AS deliveredAt`,
+  );
+  const finishDelivery = prep(
+    `UPDATE webhook_deliveries SET status = @status, attempts = @attempts, next_attempt_at = @nextAttemptAt, last_status = @lastStatus,
+       last_error = @lastError, delivered_at = @deliveredAt, updated_at = @updatedAt, lease_until = NULL, claim = NULL
+     WHERE id = @id AND claim = @claim`,
+  );
+  const resetDeadRun = prep(`UPDATE webhooks SET consecutive_dead = 0 WHERE id = ? AND consecutive_dead <> 0`);
+  const addDead = prep(`UPDATE webhooks SET consecutive_dead = consecutive_dead + 1 WHERE id = ? RETURNING consecutive_dead AS n`);
+  const disableWebhook = prep(`UPDATE webhooks SET disabled_at = @at, disabled_reason = @reason WHERE id = @id AND disabled_at IS NULL`);
+  const killOpenDeliveries = prep(
+    `UPDATE webhook_deliveries SET status = 'dead', last_error = @reason, updated_at = @at, lease_until = NULL, claim = NULL
+     WHERE webhook_id = @id AND status IN ('pending', 'retrying')`,
+  );
+  const markExpiryAlerted = prep(`UPDATE webhooks SET expiry_alerted_for = @expiresAt WHERE room = @room AND kind = 'alerts'`);
+  const pruneDeliveries = prep(
+    `DELETE FROM webhook_deliveries WHERE (status = 'delivered' AND created_at < @deliveredBefore) OR (status = 'dead' AND created_at < @deadBefore)`,
+  );
   const bool = (b: boolean) => (b ? 1 : 0);
   let savepoints = 0;
 
@@ -269,6 +330,20 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter {
     },
     saveTurnsRoom: async (room, r) => void upsertTurnsRoom.run({ room, ...rows.turnsRoomRow(r) }),
     saveTurn: async (room, t) => void upsertTurn.run({ room, ...rows.turnRow(t) }),
+    insertWebhook: async (w) => void insertWebhook.run(w),
+    deleteWebhook: async (room, id) => deleteWebhook.run({ room, id }).changes === 1,
+    insertDelivery: async (d) => void insertDelivery.run(d),
+    claimDeliveries: async (now, leaseUntil, claim, limit) => claimDeliveries.all({ now, leaseUntil, claim, limit }) as DeliveryRow[],
+    finishDelivery: async (id, claim, o) => finishDelivery.run({ id, claim, ...o }).changes === 1,
+    resetDeadRun: async (id) => void resetDeadRun.run(id),
+    addDeadDelivery: async (id) => (addDead.get(id) as { n: number } | undefined)?.n ?? 0,
+    async disableWebhook(id, at, reason) {
+      if (disableWebhook.run({ id, at, reason }).changes !== 1) return false;
+      killOpenDeliveries.run({ id, at, reason });
+      return true;
+    },
+    markExpiryAlerted: async (room, expiresAt) => void markExpiryAlerted.run({ room, expiresAt }),
+    pruneDeliveries: async (deliveredBefore, deadBefore) => pruneDeliveries.run({ deliveredBefore, deadBefore }).changes,
     async savepoint<T>(fn: () => Promise<T>): Promise<T> {
       const name = `sp${++savepoints}`;
       const before = new Map(heads);
