@@ -2,8 +2,8 @@ import type { Context } from "hono";
 import { z } from "zod";
 import { ParleyError } from "../../lib/errors";
 import { agentsMarkdown, llmsTxt } from "../../lib/instructions";
+import { roomInstructions } from "../../lib/instructions/room";
 import { plainLine } from "../../lib/instructions/safe-text";
-import { roomBrief } from "../../lib/services/brief";
 import type { Services } from "../../lib/services/context";
 import { metricsText, requireMetricsAccess } from "../../lib/services/metrics";
 import { bearer, doc, socketPeer, type App } from "../http";
@@ -40,7 +40,7 @@ export function metaRoutes(app: App, svc: Services): void {
   app.get("/:id{[0-9a-fA-F-]{36}}", async (c) => {
     let body: string;
     try {
-      body = await roomBrief(svc, c.var.caller, c.req.param("id"));
+      body = await roomInstructions(svc, c.var.caller, c.req.param("id"));
     } catch (err) {
       if (err instanceof ParleyError) return markdownError(c, err);
       throw err;

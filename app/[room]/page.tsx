@@ -10,7 +10,7 @@ import { RoomHeader } from "../../components/RoomHeader";
 import { TaskBoard } from "../../components/TaskBoard";
 import { TurnsPanel } from "../../components/TurnsPanel";
 import { shortId } from "../../components/format";
-import { roomBrief } from "../../lib/services/brief";
+import { roomInstructions } from "../../lib/instructions/room";
 import { getContext } from "../../lib/services/ledger";
 import { readMessages } from "../../lib/services/messages";
 import { getRoom } from "../../lib/services/rooms";
@@ -65,7 +65,7 @@ export default async function RoomPage({ params }: Props) {
     listTasks(svc, room.uuid),
     // Turns rooms only: read after head.size too, so a turn event in between is on the stream.
     room.mode === "turns" ? currentTurn(svc, room.uuid) : null,
-    roomBrief(svc, caller, room.uuid),
+    roomInstructions(svc, caller, room.uuid),
   ]);
   // The server's time at render: the panels' countdowns hydrate to the text the server printed.
   const now = svc.clock.now();

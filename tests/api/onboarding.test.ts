@@ -1,5 +1,6 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { roomMarkdown } from "../../lib/instructions";
 import { startApi, withApi, type TestApi } from "../helpers/server";
 
 let f: TestApi;
@@ -45,6 +46,89 @@ test("an agent that knows only the URL can join with curl-like requests", async 
   const readUrl = /curl -s '([^']+\?since=0)'/.exec(md)![1]!;
   const read = await (await fetch(readUrl)).json();
   assert.equal(read.messages.at(-1).text, "joined");
+});
+
+const markdownOf = async (uuid: string) => {
+  const res = await fetch(`${f.url}/${uuid}?format=md`);
+  assert.equal(res.status, 200);
+  return res.text();
+};
+const KB = 1024;
+/** GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens. */
+const slug = (heading: string) => heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, "").replace(/\s/g, "-");
+const anchorsOf = (md: string) => new Set(md.split("\n").filter((l) => /^#{1,6} /.test(l)).map((l) => slug(l.replace(/^#+ /, ""))));
+/** The /agents.md sections a room's instructions link to. */
+const linkedSections = (md: string) => [...md.matchAll(/\/agents\.md#([a-z-]+)/g)].map((m) => m[1]!);
+
+test("an open room's instructions: the loop, mentions, limits, errors and stop rules in at most 5 KB, and links to the rest", async (t) => {
+  const long = await f.api.room({ description: "A".repeat(250) + " " + "b".repeat(249) });
+  for (const uuid of [room.uuid, long.uuid]) {
+    const md = await markdownOf(uuid);
+    const size = Buffer.byteLength(md);
+    t.diagnostic(`open room markdown: ${size} bytes`);
+    assert.ok(size <= 5 * KB, `${size} bytes`);
+    for (const needle of ["?since=0", "wait=25", "write `@name` in your text", "mentioning=your-name", "## Limits", "## Errors", "room_full", "room_expired", "room_not_found", "room_closed", "rate_limited", "Retry-After", "**Stop**"]) {
+      assert.ok(md.includes(needle), `the open room's text has ${needle}`);
+    }
+    for (const absent of ["## Ledger", "## Tasks", "turns room", "/claims", "/tasks", "/turns/", "lease_token"]) {
+      assert.ok(!md.includes(absent), `an open room without threads or tasks says nothing of ${absent}`);
+    }
+    assert.deepEqual(linkedSections(md).sort(), ["ledger", "signing", "tasks", "turns"]);
+    for (const anchor of linkedSections(md)) assert.ok(md.includes(`${f.url}/agents.md#${anchor}`), `an absolute link to #${anchor}`);
+  }
+});
+
+test("a room's instructions carry a short section for each thing the room uses", async (t) => {
+  const base = (uuid: string) => `/api/rooms/${uuid}`;
+  const ledger = await f.api.room();
+  assert.equal((await f.api.post(`${base(ledger.uuid)}/claims`, { opened_by: "ana", subject: "Price", value: "10" })).status, 201);
+  const tasks = await f.api.room();
+  assert.equal((await f.api.post(`${base(tasks.uuid)}/tasks`, { agent_id: "ana", title: "Parse" })).status, 201);
+  const board = await f.api.room();
+  assert.equal((await f.api.post(`${base(board.uuid)}/agents`, { agent_id: "ana", capabilities: ["python"] })).status, 200);
+  const turns = await f.api.room({ mode: "turns", turns: { participants: ["ana", "ben"] } });
+
+  const cases: [string, string, string[], string[]][] = [
+    ["ledger threads", ledger.uuid, ["## Ledger", "/claims/THREAD_ID/revisions", "/handshake", "stale_context_hash"], ["## Tasks", "turns room"]],
+    ["tasks", tasks.uuid, ["## Tasks", "/tasks/claim-next", "LEASE_TOKEN", "capability_mismatch"], ["## Ledger", "turns room"]],
+    ["agents on the board", board.uuid, ["## Tasks", "/tasks/claim-next"], ["## Ledger"]],
+    ["turns", turns.uuid, ["## This is a turns room", "`ana`, `ben`", "/turns/mine?agent_id=YOU&wait=30", "/turns/TURN_ID/claim", "not_your_turn"], ["## Ledger", "## Tasks", "mentioning=your-name"]],
+  ];
+  for (const [what, uuid, present, absent] of cases) {
+    const md = await markdownOf(uuid);
+    t.diagnostic(`room with ${what}: ${Buffer.byteLength(md)} bytes`);
+    for (const needle of present) assert.ok(md.includes(needle), `a room with ${what} has ${needle}`);
+    for (const needle of absent) assert.ok(!md.includes(needle), `a room with ${what} has no ${needle}`);
+    assert.match(md, /## Limits[\s\S]*## Errors[\s\S]*## More/, `${what}: limits, errors and the links follow`);
+  }
+  const turnsMd = await markdownOf(turns.uuid);
+  assert.ok(turnsMd.includes(`${f.url}/agents.md#turns`), "the turns section links to the full one");
+  assert.ok(!/-X POST '[^']+\/messages'/.test(turnsMd), "a turns room does not teach posting outside a turn");
+
+  // A premium room (an arbiter writes the ledger) gets the ledger even before any thread exists.
+  const premium = roomMarkdown({ url: `${f.url}/${room.uuid}`, uuid: room.uuid, description: "", origin: f.url, messageCap: 1000, status: "open", protocolMode: "premium" });
+  assert.ok(premium.includes("## Ledger") && premium.includes("An arbiter"));
+  assert.ok(premium.includes(`${f.url}/agents.md#ledger`));
+});
+
+test("/agents.md has every section the rooms link to, in full", async () => {
+  const md = await (await fetch(`${f.url}/agents.md`)).text();
+  const anchors = anchorsOf(md);
+  for (const anchor of ["ledger", "tasks", "turns", "signing"]) assert.ok(anchors.has(anchor), `/agents.md#${anchor} exists`);
+  for (const [, target] of md.matchAll(/\]\(#([a-z0-9-]+)\)/g)) assert.ok(anchors.has(target!), `the in-page link #${target} has its heading`);
+  const section = (heading: string) => md.slice(md.indexOf(`\n## ${heading}\n`), md.indexOf("\n## ", md.indexOf(`\n## ${heading}\n`) + 4));
+  const full: Record<string, string[]> = {
+    Ledger: ["/claims", "retract", "update", "disputed", "discrepancy", "/handshake", "stale_context_hash", "premium", "owner_cannot_confirm"],
+    Tasks: ["/tasks/claim-next", "lease_token", "self_review", "needs_fix", "capabilities", "base_revision", "handoff", "/review", "max_failures"],
+    Turns: ['"mode": "turns"', "/turns/mine", "turn_timeout_s", "absent_after", "supervisor", "consensus", "/turns/cancel", "my_turn", "claim_turn", "reply_turn"],
+    Signing: ["RFC 8785", "Ed25519", "nonce", "pubkey_hex", "5 minutes", "agent_key_mismatch"],
+  };
+  for (const [heading, needles] of Object.entries(full)) {
+    const text = section(heading).replace(/\s+/g, " ");
+    for (const needle of needles) assert.ok(text.includes(needle), `/agents.md#${slug(heading)} has ${needle}`);
+  }
+  // The rooms' links all land on one of these headings.
+  for (const uuid of [room.uuid]) for (const anchor of linkedSections(await markdownOf(uuid))) assert.ok(anchors.has(anchor), anchor);
 });
 
 test("/agents.md, /llms.txt, /openapi.json and /health", async () => {
