@@ -1,22 +1,53 @@
 /**
  * The `parley` command. `parley verify <bundle.json | room URL> [--checkpoint saved.txt] [--key hex]`
  * checks a room bundle with the shared verifier (no network for a file); `parley tamper-demo`
- * shows each attack of SPEC 4.6 being caught.
+ * shows each attack of SPEC 4.6 being caught. `--help`, `-h` and `help [command]` print the usage.
  */
 import fs from "node:fs";
 import { roomIdFromArgument } from "../mcp/room-arg";
 import { ed25519VerifyAsync } from "../lib/services/server-key";
 import { BUNDLE_FORMAT, verifyBundle, type RoomBundle, type VerifyReport } from "../lib/log/verify";
 import { parseRoomId } from "../lib/services/access";
-import { verifyRoom } from "../lib/services/verify";
-import { ATTACKS, buildDemoRoom } from "./tamper";
 
 const EXIT = { CLEAN: 0, REFUTED: 1, INCONCLUSIVE: 2, USAGE: 3 } as const;
-const USAGE = `usage:
-  parley verify <bundle.json | room URL> [--checkpoint saved.txt] [--key <server pubkey hex>] [--json]
-  parley tamper-demo
+const EXIT_CODES = "exit codes: 0 CLEAN, 1 REFUTED, 2 INCONCLUSIVE, 3 usage or input error (a file that cannot be read, a room that cannot be fetched)";
 
-exit codes: 0 CLEAN, 1 REFUTED, 2 INCONCLUSIVE, 3 usage or input error (a file that cannot be read, a room that cannot be fetched)`;
+/** Each command's help: its synopsis line, then what it does and its options. */
+const COMMANDS = {
+  verify: {
+    synopsis: "parley verify <bundle.json | room URL> [--checkpoint saved.txt] [--key <server pubkey hex>] [--json]",
+    help: `Checks a room's history with the shared verifier: a bundle file (GET /api/rooms/{id}/export) offline,
+or a room URL (its export is fetched). Prints the verdict and what was checked.
+
+options:
+  --checkpoint <file>  a checkpoint you kept (any write's receipt.checkpoint): proves the history you saw
+                       was not rewritten or cut since
+  --key <hex>          the server's Ed25519 public key (64 hex digits) to trust, instead of the bundle's own
+  --json               print the whole report as JSON
+  -h, --help           this help
+
+${EXIT_CODES}`,
+  },
+  "tamper-demo": {
+    synopsis: "parley tamper-demo",
+    help: `Builds demo rooms on temporary databases, performs each attack on the log (SPEC 4.6) and shows the
+verifier catching every one. Exit 0 when every attack is detected and the honest room is CLEAN, 1 otherwise.
+
+options:
+  -h, --help           this help`,
+  },
+} as const;
+type CommandName = keyof typeof COMMANDS;
+const isCommand = (name: string | undefined): name is CommandName => name !== undefined && Object.hasOwn(COMMANDS, name);
+
+const USAGE = `usage:
+${Object.values(COMMANDS).map((c) => `  ${c.synopsis}`).join("\n")}
+  parley help [command]        (or --help, -h; parley <command> --help)
+
+${EXIT_CODES}`;
+
+const commandHelp = (name: CommandName) => `usage: ${COMMANDS[name].synopsis}\n\n${COMMANDS[name].help}`;
+const wantsHelp = (args: string[]) => args.some((a) => a === "--help" || a === "-h");
 
 /** Anything that stops a check before it starts: exit 3, never 1 (REFUTED says the log was tampered with). */
 class UsageError extends Error {}
@@ -98,6 +129,9 @@ async function verifyCommand(args: string[]): Promise<number> {
 }
 
 async function tamperDemo(): Promise<number> {
+  // Loaded here: the demo builds whole services on SQLite, which help and verify do not need.
+  const { ATTACKS, buildDemoRoom } = await import("./tamper");
+  const { verifyRoom } = await import("../lib/services/verify");
   let undetected = 0;
   const honest = await buildDemoRoom();
   const clean = await verifyRoom(honest.svc, honest.room, { checkpoint: honest.keptCheckpoint });
@@ -121,9 +155,20 @@ async function tamperDemo(): Promise<number> {
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
+    if (command === undefined) throw new UsageError("no command");
+    if (command === "--help" || command === "-h" || command === "help") {
+      const topic = rest.find((a) => !a.startsWith("-"));
+      if (topic !== undefined && !isCommand(topic)) throw new UsageError(`no help for ${topic}: unknown command`);
+      console.log(topic ? commandHelp(topic) : `parley: check Parley rooms' histories\n\n${USAGE}`);
+      return 0;
+    }
+    if (isCommand(command) && wantsHelp(rest)) {
+      console.log(commandHelp(command));
+      return 0;
+    }
     if (command === "verify") return await verifyCommand(rest);
     if (command === "tamper-demo") return await tamperDemo();
-    throw new UsageError(command ? `unknown command ${command}` : "no command");
+    throw new UsageError(`unknown command ${command}`);
   } catch (err) {
     if (err instanceof UsageError) {
       console.error(`parley: ${err.message}\n${USAGE}`);
