@@ -7,6 +7,7 @@ export const ERROR_STATUS = {
   bad_signature: 400,
   unknown_thread_for_room: 400,
   owner_cannot_confirm: 400,
+  webhook_url_forbidden: 400,
   not_owner: 403,
   agent_key_mismatch: 403,
   signature_required: 403,
@@ -20,6 +21,7 @@ export const ERROR_STATUS = {
   turn_not_found: 404,
   task_not_found: 404,
   discrepancy_not_found: 404,
+  webhook_not_found: 404,
   not_found: 404,
   stale_context_hash: 409,
   replayed_signature: 409,
@@ -31,9 +33,12 @@ export const ERROR_STATUS = {
   invalid_transition: 409,
   turn_not_ready: 409,
   handoff_window: 409,
+  webhook_exists: 409,
+  too_many_webhooks: 409,
   room_expired: 410,
   request_timeout: 408,
   payload_too_large: 413,
+  secret_detected: 422,
   headers_too_large: 431,
   room_full: 429,
   rate_limited: 429,
@@ -50,15 +55,18 @@ export class ParleyError extends Error {
   constructor(
     readonly code: ErrorCode,
     readonly detail: string,
-    /** `status` overrides the code's usual status where the contract says so (not_your_turn on /messages is 409). */
-    readonly extra: { retryAfter?: number; status?: number } = {},
+    /**
+     * `status` overrides the code's usual status where the contract says so (not_your_turn on /messages is 409).
+     * `fields` are extra members of the JSON body, after detail and code (secret_detected: kind, field, offset).
+     */
+    readonly extra: { retryAfter?: number; status?: number; fields?: Record<string, string | number> & { detail?: never; code?: never } } = {},
   ) {
     super(detail);
     this.status = extra.status ?? ERROR_STATUS[code];
   }
 
-  toJSON(): { detail: string; code: ErrorCode } {
-    return { detail: this.detail, code: this.code };
+  toJSON(): { detail: string; code: ErrorCode; [field: string]: string | number } {
+    return { detail: this.detail, code: this.code, ...this.extra.fields };
   }
 }
 
