@@ -25,7 +25,7 @@ import { openSqliteStore } from "./lib/store/sqlite";
 import { listenForCommits } from "./lib/realtime/pg-listen";
 
 const ROOT = path.dirname(fileURLToPath(import.meta.url));
-const API_PATHS = /^\/(api(\/|$)|mcp(\/|$)|skill(\/|$)|parley-skill\.tar\.gz$|health$|metrics$|openapi\.json$|docs$|agents\.md$|llms\.txt$|\.well-known\/)/;
+const API_PATHS = /^\/(api(\/|$)|mcp(\/|$)|a2a(\/|$)|skill(\/|$)|parley-skill\.tar\.gz$|health$|metrics$|openapi\.json$|docs$|agents\.md$|llms\.txt$|\.well-known\/)/;
 
 export interface StartOptions {
   config?: Config;

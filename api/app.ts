@@ -6,6 +6,7 @@ import type { Services } from "../lib/services/context";
 import { limitRequest } from "../lib/services";
 import { holdStream } from "../lib/services/rate-limit";
 import { API_SECURITY_HEADERS, callerFor, errorResponse, holdUntilClosed, type Env } from "./http";
+import { a2aRoutes } from "./routes/a2a";
 import { arbiterRoutes } from "./routes/arbiter";
 import { integrityRoutes } from "./routes/integrity";
 import { ledgerRoutes } from "./routes/ledger";
@@ -22,9 +23,9 @@ const MAX_BODY_BYTES = 64 * 1024;
 /**
  * Requests with their own, tighter budgets in the services: room creation, and the two ways of
  * posting a message (a post, a turn reply), which take the post budgets and nothing else
- * (POST /mcp: per message, in api/routes/mcp.ts).
+ * (POST /mcp and the A2A endpoints /a2a[/{uuid}]: per method, in api/routes/mcp.ts and a2a.ts).
  */
-const OWN_BUDGET = /^\/(api\/rooms(\/[^/]+\/(messages|turns\/[^/]+\/reply))?|mcp)$/;
+const OWN_BUDGET = /^\/(api\/rooms(\/[^/]+\/(messages|turns\/[^/]+\/reply))?|mcp|a2a(\/[^/]+)?\/?)$/;
 
 /** The GET routes that hold their response open: the SSE stream always, the long-polls while they wait. */
 const EVENT_STREAM = /^\/api\/rooms\/[^/]+\/events$/;
@@ -56,7 +57,7 @@ export function createApiApp(svc: Services): Hono<Env> {
     await next();
   });
   // Open streams and waiting long-polls count against their client's cap until the response closes
-  // (MCP's waiting tools: api/routes/mcp.ts).
+  // (MCP's waiting tools and A2A's streams: api/routes/mcp.ts, a2a.ts).
   app.use((c, next) => (holdsOpen(c) ? holdUntilClosed(c, holdStream(svc, c.var.caller.ip), next) : next()));
   // Only requests with a body: the check reads the raw Request, which costs a full Request object.
   const limitBody = bodyLimit({
@@ -73,6 +74,7 @@ export function createApiApp(svc: Services): Hono<Env> {
   turnRoutes(app, svc);
   arbiterRoutes(app, svc);
   mcpRoutes(app, svc);
+  a2aRoutes(app, svc);
   skillRoutes(app);
   metaRoutes(app, svc);
 
