@@ -1,34 +1,33 @@
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { createMcpHandler, isLegacyRequest, WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
 import type { Context } from "hono";
 import { limitRequest } from "../../lib/services";
 import type { Services } from "../../lib/services/context";
 import { holdExport, holdStream } from "../../lib/services/rate-limit";
-import { createMcpServer } from "../../mcp/server";
+import { listenedUris, watchRooms } from "../../mcp/listen";
+import { createMcpServer, errorBody } from "../../mcp/server";
 import { TOOLS_BY_NAME } from "../../mcp/tools";
 import { holdUntilClosed, type App, type Env } from "../http";
 
-const rpcError = (code: number, message: string) => ({ jsonrpc: "2.0" as const, error: { code, message }, id: null });
+const rpcError = (code: number, message: string, id: unknown = null, data?: unknown) =>
+  ({ jsonrpc: "2.0" as const, error: { code, message, ...(data === undefined ? {} : { data }) }, id });
 
-/** The name of the tool a tools/call message calls (undefined for any other message). */
-function toolCalled(m: unknown): string | undefined {
+/** The tool a tools/call message calls (undefined for any other message or an unknown tool). */
+function toolCalled(m: unknown) {
   if (typeof m !== "object" || m === null) return undefined;
   const { method, params } = m as { method?: unknown; params?: { name?: unknown } };
-  return method === "tools/call" && typeof params?.name === "string" ? params.name : undefined;
+  return method === "tools/call" && typeof params?.name === "string" ? TOOLS_BY_NAME.get(params.name) : undefined;
 }
-
-/** The tools that park on the notifier when given a wait, as the REST long-polls do. */
-const WAITING_TOOLS = new Set(["read_messages", "my_turn"]);
-/** The tools that read a whole room, as the REST export and verify do. */
-const WHOLE_ROOM_TOOLS = new Set(["verify_integrity"]);
 
 /** What a message holds while it runs: a stream slot of its client, an export slot, or nothing. */
 function holdFor(svc: Services, ip: string, m: unknown): (() => void) | undefined {
-  const name = toolCalled(m);
-  if (name && WAITING_TOOLS.has(name)) {
+  // A subscriptions/listen stream is an event stream, as GET /events.
+  if (listenedUris(m) !== undefined) return holdStream(svc, ip);
+  const tool = toolCalled(m);
+  if (tool?.waits) {
     const wait = (m as { params?: { arguments?: { wait?: unknown } } }).params?.arguments?.wait;
     if (typeof wait === "number" && wait > 0) return holdStream(svc, ip);
   }
-  if (name && WHOLE_ROOM_TOOLS.has(name)) return holdExport(svc);
+  if (tool?.wholeRoom) return holdExport(svc);
   return undefined;
 }
 
@@ -47,24 +46,55 @@ function quality(accept: string, type: string): number {
 const prefersEventStream = (accept: string | undefined) =>
   quality(accept ?? "", "text/event-stream") > quality(accept ?? "", "application/json");
 
-/** One JSON-RPC message through a fresh MCP server and transport. */
-async function answer(c: Context<Env>, svc: Services, body: unknown): Promise<Response> {
+const isEventStream = (r: Response) => r.headers.get("content-type")?.startsWith("text/event-stream") ?? false;
+
+/** A 2025-protocol message (initialize, or any request without the 2026 `_meta` envelope): a stateless server over the 2025 transport. */
+async function answerLegacy(c: Context<Env>, svc: Services, body: unknown): Promise<Response> {
   const request = c.req.raw;
-  const server = createMcpServer(svc, c.var.caller, request.signal);
-  const transport = new WebStandardStreamableHTTPServerTransport({
-    sessionIdGenerator: undefined,
-    enableJsonResponse: !prefersEventStream(c.req.header("accept")),
-  });
+  const server = createMcpServer(svc, c.var.caller, "legacy", request.signal);
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !prefersEventStream(c.req.header("accept")) });
   await server.connect(transport);
   const close = () => void server.close().catch(() => {});
   const response = await transport.handleRequest(request, { parsedBody: body });
   // A JSON answer is complete here; an event stream ends by itself, or when the client goes away.
-  if (response.headers.get("content-type")?.startsWith("text/event-stream")) request.signal.addEventListener("abort", close, { once: true });
+  if (isEventStream(response)) request.signal.addEventListener("abort", close, { once: true });
   else close();
   return response;
 }
 
-/** POST /mcp: MCP Streamable HTTP, stateless (a new server and transport per request), SPEC 8. */
+/**
+ * A 2026-07-28 message (server/discover, or a request with the per-request `_meta` envelope): the
+ * SDK's handler, strict (`legacy: "reject"`: 2025 traffic never reaches it), with a fresh server.
+ * A subscriptions/listen for rooms also gets their new messages pushed onto its stream.
+ */
+async function answerModern(c: Context<Env>, svc: Services, body: unknown): Promise<Response> {
+  const request = c.req.raw;
+  const caller = c.var.caller;
+  const handler = createMcpHandler(() => createMcpServer(svc, caller, "modern", request.signal), {
+    legacy: "reject",
+    responseMode: prefersEventStream(c.req.header("accept")) ? "sse" : "auto",
+  });
+  const uris = listenedUris(body);
+  if (!uris?.length) return handler.fetch(request, { parsedBody: body });
+
+  const id = (body as { id?: unknown }).id ?? null;
+  let watch;
+  try {
+    watch = await watchRooms(svc, caller, uris, (uri) => handler.notify.resourceUpdated(uri), () => void handler.close());
+  } catch (err) {
+    const data = errorBody(err);
+    return c.json(rpcError(-32602, String(data.detail), id, data), 200);
+  }
+  const response = await handler.fetch(request, { parsedBody: body });
+  if (!isEventStream(response)) {
+    watch.stop();
+    return response;
+  }
+  watch.start();
+  return holdUntilClosed(c, watch.stop, async () => response);
+}
+
+/** POST /mcp: MCP Streamable HTTP, stateless (a new server per request), both protocol lines on one URL (SPEC 8). */
 export function mcpRoutes(app: App, svc: Services): void {
   app.post("/mcp", async (c) => {
     let body: unknown;
@@ -81,11 +111,11 @@ export function mcpRoutes(app: App, svc: Services): void {
       return c.json(rpcError(-32600, "Invalid Request: JSON-RPC batches are not supported (MCP 2025-06-18 and later have none). POST one JSON-RPC message per request."), 400);
     }
     // A tools/call takes from the same budgets as the REST route it stands for (mcp/tools.ts);
-    // anything else (initialize, tools/list, notifications) from the general request budget.
-    const tool = toolCalled(body);
-    if (!(tool && TOOLS_BY_NAME.has(tool))) await limitRequest(svc, c.var.caller.ip);
+    // anything else (initialize, server/discover, tools/list, notifications) from the general request budget.
+    if (!toolCalled(body)) await limitRequest(svc, c.var.caller.ip);
+    const answer = async () => ((await isLegacyRequest(c.req.raw, body)) ? answerLegacy(c, svc, body) : answerModern(c, svc, body));
     const release = holdFor(svc, c.var.caller.ip, body);
-    return release ? holdUntilClosed(c, release, () => answer(c, svc, body)) : answer(c, svc, body);
+    return release ? holdUntilClosed(c, release, answer) : answer();
   });
 
   // Stateless: no server-initiated stream to GET and no session to DELETE. Clients (Claude Code

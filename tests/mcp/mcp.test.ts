@@ -1,15 +1,13 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { call, connectMcp, fails, ok, until, type ToolResult } from "../helpers/mcp";
+import { call, connectMcp, fails, ok, TOOL_NAMES, TOOLS_LIST_BUDGET, until, WireLog, type LegacyClient, type ToolResult } from "../helpers/mcp";
 import { client, ManualClock, startTestServer } from "../helpers/server";
 import type { RunningServer } from "../../server";
 import { agentEnvelope } from "../../lib/log/event";
 import { bytesToHex, utf8 } from "../../lib/log/bytes";
 import { nobleSign, noblePublicKey } from "../../lib/log/ed25519";
 
-const TOOL_NAMES = ["create_room", "get_room", "list_rooms", "read_messages", "send_message", "get_context", "open_thread", "revise_thread", "handshake", "verify_integrity", "create_task", "list_tasks", "join_board", "claim_task", "update_task", "review_task", "my_turn", "claim_turn", "reply_turn"];
 const UNKNOWN_ROOM = "3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23";
 
 /** A raw JSON-RPC POST, as a client without the SDK would send it. */
@@ -30,12 +28,13 @@ function signFor(seed: Uint8Array, room: string, actor: string, payload: Record<
 
 describe("MCP endpoint", () => {
   let server: RunningServer;
-  let mcp: Client;
+  let mcp: LegacyClient;
   let api: ReturnType<typeof client>;
+  const wire = new WireLog();
 
   before(async () => {
     server = await startTestServer();
-    mcp = await connectMcp(server.url);
+    mcp = await connectMcp(server.url, "parley-tests", wire);
     api = client(server.url);
   });
   after(async () => {
@@ -43,9 +42,13 @@ describe("MCP endpoint", () => {
     await server.close();
   });
 
-  test("initialize names the server, offers tools and explains the loop", () => {
+  test("a 2025 client (SDK 1.x) initializes on protocol 2025-11-25; the server names itself, offers tools and explains the loop", () => {
+    assert.equal(mcp.negotiated.version, "2025-11-25");
+    assert.equal(wire.methods[0], "initialize", "the 2025 handshake, not server/discover");
     assert.equal(mcp.getServerVersion()?.name, "parley");
     assert.ok(mcp.getServerCapabilities()?.tools);
+    // A stateless 2025 server could never send a resource update later: it offers none.
+    assert.deepEqual(mcp.getServerCapabilities()?.resources, {});
     const instructions = mcp.getInstructions() ?? "";
     for (const needle of ["read_messages", "since", "wait=25", "send_message", "room_full", "room_expired", "rate_limited", "verify_integrity"]) {
       assert.ok(instructions.includes(needle), `instructions mention ${needle}`);
@@ -53,40 +56,89 @@ describe("MCP endpoint", () => {
     assert.ok(instructions.split("\n").length <= 8, "a few lines");
   });
 
-  test("tools/list names exactly the tools, each with a description, annotations and an outputSchema, and stays small", async (t) => {
+  test("tools/list names exactly the tools, each saying when to use it, with annotations, lean schemas, and at most 16 KB in all", async (t) => {
     const { tools } = await mcp.listTools();
     assert.deepEqual(tools.map((x) => x.name).sort(), [...TOOL_NAMES].sort());
-    const readOnly = new Set(["get_room", "list_rooms", "read_messages", "get_context", "verify_integrity", "list_tasks", "my_turn"]);
+    const readOnly = new Set(["get_room", "list_rooms", "read_messages", "get_context", "verify_integrity", "list_tasks"]);
     for (const tool of tools) {
       assert.ok((tool.description ?? "").length > 40, `${tool.name} tells an agent when to use it`);
-      assert.equal(tool.outputSchema?.type, "object", `${tool.name} has an outputSchema`);
+      assert.ok((tool.description ?? "").length <= 260, `${tool.name}: a description of a sentence or two`);
       assert.equal(tool.inputSchema.type, "object");
       const a = tool.annotations!;
-      for (const hint of ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] as const) {
-        assert.equal(typeof a[hint], "boolean", `${tool.name}.${hint}`);
-      }
       assert.equal(a.readOnlyHint, readOnly.has(tool.name), `${tool.name} readOnlyHint`);
-      assert.equal(a.destructiveHint, false, "no tool deletes anything");
+      // A write says it destroys nothing (the hint's default is true); a read needs no more.
+      if (!readOnly.has(tool.name)) assert.equal(a.destructiveHint, false, `${tool.name}: no tool deletes anything`);
+      const text = JSON.stringify(tool);
+      for (const costly of ["maxLength", "minLength", "additionalProperties", "$schema", '"default"', '"pattern"']) {
+        assert.ok(!text.includes(costly), `${tool.name} advertises no ${costly}`);
+      }
     }
-    const room = tools.find((x) => x.name === "read_messages")!.inputSchema as any;
-    assert.deepEqual(room.required, ["room"]);
-    assert.equal(room.properties.wait.maximum, 25);
-    // The inputs are the REST bodies' fields, bounds and all (lib/schemas), not hand copies.
+    // Output schemas where a caller acts on a field: a cursor, a receipt, a lease token, a verdict.
+    const withOutput = tools.filter((x) => x.outputSchema).map((x) => x.name).sort();
+    assert.deepEqual(withOutput, ["claim_task", "create_room", "get_context", "my_turn", "read_messages", "send_message", "verify_integrity"]);
     const input = (name: string) => tools.find((x) => x.name === name)!.inputSchema as any;
+    assert.deepEqual(input("read_messages").required, ["room"]);
+    assert.equal(input("read_messages").properties.wait.maximum, 25);
+    assert.equal(input("my_turn").properties.wait.maximum, 30);
+    // Enums and small ranges come from the REST schemas (lib/schemas), not hand copies.
     assert.deepEqual(input("create_room").properties.mode.enum, ["open", "turns"]);
-    assert.equal(input("handshake").properties.context_hash.pattern, "^[0-9a-fA-F]{64}$");
-    assert.deepEqual([input("update_task").properties.window_s.maximum, input("create_task").properties.reviewer.maxLength], [3600, 100]);
+    assert.deepEqual(input("revise_thread").properties.kind.enum, ["propose", "update", "confirm", "contradict", "retract"]);
+    assert.deepEqual([input("create_task").properties.priority.minimum, input("create_task").properties.priority.maximum], [0, 9]);
+    assert.match(input("send_message").properties.sig.description, /pubkey_hex, signature_hex, ts, nonce/);
 
+    // The answer on the wire: 27,713 bytes for 19 tools before the lean schemas and the merges.
+    const bytes = wire.bytes.get("tools/list")!;
+    t.diagnostic(`tools/list answer (2025-11-25): ${bytes} bytes for ${tools.length} tools`);
+    assert.ok(bytes <= TOOLS_LIST_BUDGET, `tools/list is ${bytes} bytes; at most ${TOOLS_LIST_BUDGET}`);
     const res = await rpc(server, { jsonrpc: "2.0", id: 1, method: "tools/list" });
-    assert.equal(res.status, 200);
-    const bytes = (await res.arrayBuffer()).byteLength;
-    t.diagnostic(`tools/list answer: ${bytes} bytes`);
-    // 22,000 held 15 tools. The three turns tools (my_turn, claim_turn, reply_turn) add about 4.1 KB
-    // even with compact descriptions; the existing descriptions were tightened by 0.5 KB first. The
-    // rest would only go by dropping schema detail agents use (the sig shape, output fields).
-    // 25,126 → 27,713: join_board (1.3 KB), create_room's mode and turns (0.8 KB), and the REST
-    // bounds and enums the inputs now carry instead of hand copies (0.5 KB).
-    assert.ok(bytes < 28_500, `tools/list is ${bytes} bytes (19 tools: keep them about 1.5 KB each)`);
+    assert.equal((await res.arrayBuffer()).byteLength, bytes, "a raw 2025 POST gets the same answer");
+  });
+
+  test("open_thread, folded into revise_thread (kind propose), still answers to its name, unlisted", async () => {
+    const { uuid } = await api.room();
+    const opened = await ok(mcp, "open_thread", { room: uuid, opened_by: "alice", subject: "Venue", value: "Hall B" });
+    assert.deepEqual([opened.subject, opened.current_value, opened.opened_by], ["Venue", "Hall B", "alice"]);
+    const proposed = await ok(mcp, "revise_thread", { room: uuid, kind: "propose", agent_id: "bob", subject: "Date", value: "14 March" });
+    assert.deepEqual([proposed.subject, proposed.opened_by, proposed.status], ["Date", "bob", "proposed"]);
+    assert.deepEqual((await api.get(`/api/rooms/${uuid}/context`)).body.threads.map((t: any) => t.subject), ["Venue", "Date"]);
+  });
+
+  test("every tool that takes a room accepts uuid for room (as Roomcomm's clients send it); room and uuid that disagree are a validation_error", async () => {
+    const { uuid } = await api.room();
+    const other = (await api.room()).uuid;
+    const posted = await ok(mcp, "send_message", { uuid, agent_id: "alice", text: "by uuid" });
+    const byName: Record<string, Record<string, unknown>> = {
+      get_room: {},
+      read_messages: { since: 0 },
+      get_context: {},
+      verify_integrity: { checkpoint: posted.receipt.checkpoint },
+    };
+    for (const [name, args] of Object.entries(byName)) {
+      const viaUuid = await ok(mcp, name, { uuid, ...args });
+      const viaRoom = await ok(mcp, name, { room: uuid, ...args });
+      assert.deepEqual(viaUuid, viaRoom, `${name}: uuid is room`);
+      assert.deepEqual(await ok(mcp, name, { uuid: `${server.url}/${uuid}`, room: uuid.toUpperCase(), ...args }), viaRoom, `${name}: both, naming one room`);
+      const clash = await fails(mcp, name, { uuid: other, room: uuid, ...args }, "validation_error");
+      assert.match(clash.detail, /^uuid: names another room than room/, name);
+    }
+    assert.equal((await ok(mcp, "read_messages", { uuid, since: 0 })).messages[0].text, "by uuid");
+    const clash = await fails(mcp, "send_message", { uuid: other, room: uuid, agent_id: "alice", text: "which room?" }, "validation_error");
+    assert.match(clash.detail, /^uuid: /);
+    assert.match((await fails(mcp, "get_room", { uuid: 42 }, "validation_error")).detail, /^uuid: must be a room id/);
+    assert.equal((await fails(mcp, "get_room", { uuid: "not-a-room" })).code, "invalid_uuid");
+    // The ledger, board and turns tools take it too.
+    assert.equal((await ok(mcp, "revise_thread", { uuid, kind: "propose", agent_id: "alice", subject: "Venue", value: "Hall B" })).status, "proposed");
+
+    // create_room and list_rooms take no room: a room id there is a mistake (an agent told to join
+    // a room that calls create_room), answered with what to do instead, and nothing is created.
+    const before = (await api.get("/api/rooms?limit=200")).body.total;
+    for (const key of ["uuid", "room"]) {
+      const made = await fails(mcp, "create_room", { [key]: uuid, is_public: true }, "validation_error");
+      assert.match(made.detail, new RegExp(`^${key}: create_room makes a new room .* read_messages`));
+      assert.match((await fails(mcp, "list_rooms", { [key]: uuid }, "validation_error")).detail, new RegExp(`^${key}: list_rooms lists public rooms .* get_room`));
+    }
+    assert.equal((await api.get("/api/rooms?limit=200")).body.total, before, "no room was created");
+    assert.equal((await api.get(`/api/rooms/${uuid}`)).body.message_count, 1, "the clashing send_message wrote nothing");
   });
 
   test("create_room, get_room, list_rooms and get_context return what REST returns, with this server's URLs", async () => {
@@ -186,10 +238,16 @@ describe("MCP endpoint", () => {
     assert.notEqual(foreign.verdict, "CLEAN", "a checkpoint of another room never verifies");
   });
 
-  test("the ledger over MCP: open, confirm twice, handshake twice → agreed and sealed, with the REST rules", async () => {
+  test("the ledger over MCP: propose, confirm twice, handshake twice → agreed and sealed, with the REST rules", async () => {
     const { uuid } = await ok(mcp, "create_room", {});
-    const opened = await ok(mcp, "open_thread", { room: uuid, opened_by: "alice", subject: "Price", value: "100 EUR" });
+    const opened = await ok(mcp, "revise_thread", { room: uuid, agent_id: "alice", kind: "propose", subject: "Price", value: "100 EUR" });
     assert.equal(opened.status, "proposed");
+    assert.equal(opened.opened_by, "alice");
+    const rest = await api.post(`/api/rooms/${uuid}/claims`, { subject: "", value: "x", opened_by: "alice" });
+    assert.deepEqual(await fails(mcp, "revise_thread", { room: uuid, agent_id: "alice", kind: "propose", subject: "", value: "x" }), rest.body, "the REST detail");
+    assert.match((await fails(mcp, "revise_thread", { room: uuid, agent_id: "", kind: "propose", subject: "S", value: "x" }, "validation_error")).detail, /^agent_id: /, "named as the tool names it");
+    assert.match((await fails(mcp, "revise_thread", { room: uuid, agent_id: "bob", kind: "propose", thread_id: opened.id, subject: "S", value: "x" }, "validation_error")).detail, /^thread_id: propose opens a new thread/);
+    assert.match((await fails(mcp, "revise_thread", { room: uuid, agent_id: "bob", kind: "agree", thread_id: opened.id }, "validation_error")).detail, /^kind: must be one of propose, update/);
     const own = await fails(mcp, "revise_thread", { room: uuid, thread_id: opened.id, agent_id: "alice", kind: "confirm" });
     assert.equal(own.code, "owner_cannot_confirm");
     await ok(mcp, "revise_thread", { room: uuid, thread_id: opened.id, agent_id: "bob", kind: "confirm" });
@@ -274,6 +332,9 @@ describe("MCP transport", () => {
 
   test("JSON responses by default, an event stream when the client ranks it first", async () => {
     const list = { jsonrpc: "2.0", id: 7, method: "tools/list" };
+    const legacy = await rpc(server, { jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "create_room", arguments: {} } });
+    assert.match(legacy.headers.get("content-type")!, /^application\/json/, "2025 tool calls without initialize: stateless");
+    assert.equal((await legacy.json()).result.structuredContent.mode, "open");
     const json = await rpc(server, list);
     assert.match(json.headers.get("content-type")!, /^application\/json/);
     assert.equal((await json.json()).result.tools.length, TOOL_NAMES.length);
