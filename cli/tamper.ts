@@ -2,6 +2,7 @@
  * The attacks of SPEC 4.6 on a real SQLite file, and a demo room to run them on. Used by
  * `parley tamper-demo` and by the tests, so both exercise exactly the same attacks.
  */
+import { eventFromRow } from "../lib/store/rows";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
@@ -14,7 +15,6 @@ import { eventLeafHash, signAgentWrite, ZERO_HASH_HEX } from "../lib/log/event";
 import { frontierAppend, frontierRoot, frontierToHex, type Frontier } from "../lib/log/merkle";
 import { createServices } from "../lib/services";
 import type { Services } from "../lib/services/context";
-import { eventFromRow } from "../lib/services/events";
 import { postMessage } from "../lib/services/messages";
 import { createRoom } from "../lib/services/rooms";
 import { loadOrCreateServerKey, serverKeyFromSeed } from "../lib/services/server-key";

@@ -1,10 +1,8 @@
 "use client";
 
 import { createContext, useContext, useEffect, useRef, useState, type ReactNode } from "react";
-// The domain's own lists (pure, browser-safe modules), so a new event type reaches the panels too.
-import { LEDGER_EVENT_TYPES as DOMAIN_LEDGER_EVENT_TYPES } from "../lib/domain/ledger";
-import { BOARD_AGENT_EVENT_TYPES, TASK_EVENT_TYPES as DOMAIN_TASK_EVENT_TYPES } from "../lib/domain/tasks";
-import { TURN_EVENT_TYPES as DOMAIN_TURN_EVENT_TYPES } from "../lib/domain/turns";
+// The event catalogue (pure, browser-safe), so a new event type reaches its panel too.
+import { typesOf } from "../lib/domain/catalogue";
 
 /**
  * The watcher's in-page event bus. The feed owns the page's one EventSource and publishes every
@@ -22,13 +20,13 @@ export interface RoomEvent {
 }
 
 /** Ledger event types (SPEC 5), plus the arbiter's bookkeeping events that change `/context`. */
-export const LEDGER_EVENT_TYPES = [...DOMAIN_LEDGER_EVENT_TYPES, "arbiter.extracted", "arbiter.failed"];
+export const LEDGER_EVENT_TYPES = typesOf("ledger", "arbiter");
 
 /** Task board events (issue 7), with the board's agents: the board panel re-reads GET /tasks when one arrives. */
-export const TASK_EVENT_TYPES = [...DOMAIN_TASK_EVENT_TYPES, ...BOARD_AGENT_EVENT_TYPES, "agent.lost"];
+export const TASK_EVENT_TYPES = typesOf("board");
 
 /** Turns-mode events (issue 6): the turns panel re-reads GET /turns/current when one arrives. */
-export const TURN_EVENT_TYPES = [...DOMAIN_TURN_EVENT_TYPES];
+export const TURN_EVENT_TYPES = typesOf("turns");
 
 export type RevealResult = { ok: true } | { ok: false; reason: string };
 type Revealer = (messageId: number) => Promise<RevealResult>;

@@ -8,6 +8,7 @@
  * provider that does not answer at all is an outage: the run stops, the watermark stays where the
  * last applied batch left it, and the caller gets 502 arbiter_failed with a sanitised sentence.
  */
+import { messageFromRow } from "../store/rows";
 import type { ArbiterConfig } from "../config";
 import { subjectKey } from "../domain/ledger";
 import type { Message } from "../domain/message";
@@ -15,7 +16,6 @@ import { ParleyError } from "../errors";
 import type { ArbiterOutput } from "../schemas/arbiter";
 import { applyExtraction, recordExtractionError, skipPoisonMessage } from "../services/arbiter-apply";
 import type { Services } from "../services/context";
-import { messageFromRow } from "../services/messages";
 import { requireRoom } from "../services/access";
 import { readAnswer, type ModelAnswer } from "./answer";
 import { Aborted, LlmError, type ChatMessage, type LlmProvider } from "./client";

@@ -7,6 +7,8 @@
 import { canonicalize } from "../log/jcs";
 import { bytesToHex, sha256, utf8 } from "../log/bytes";
 import type { LogEvent } from "../log/event";
+import { z } from "zod";
+import { as, defineEvents, seqId, type Feature } from "./event-kind";
 import { agentKey, sameAgent } from "./names";
 
 export const AGREE_QUORUM_DEFAULT = 2;
@@ -145,30 +147,33 @@ export function decideRevision(thread: Thread, openerKey: string | null, kind: E
   return { ok: true, effect: "apply" };
 }
 
-interface ThreadOpenedPayload {
-  subject: string;
-  value: string;
-  subject_key?: string;
-  source_msg_id?: number;
-  quote?: string;
-}
-interface ThreadRevisedPayload {
-  thread_id: number;
-  kind: Exclude<RevisionKind, "propose">;
-  value?: string;
-  source_msg_id?: number;
-  quote?: string;
-}
+const source = { source_msg_id: seqId.optional(), quote: z.string().optional() };
+/** Facts the service adds to ledger events, which the reducer needs: whom the arbiter acted for. */
+const authorFacts = z.looseObject({ author_agent_id: z.string().optional(), via: z.enum(["api", "arbiter"]).optional(), auth: z.enum(["signed", "anon"]).optional() });
 
-/** Facts the service adds to ledger events (`server`), which the reducer needs. */
-interface LedgerServerFacts {
-  author_agent_id?: string;
-  via?: "api" | "arbiter";
-  auth?: Auth;
-}
+export const LEDGER_EVENTS = defineEvents("ledger", {
+  "thread.opened": {
+    payload: z.looseObject({ subject: z.string(), value: z.string(), subject_key: z.string().optional(), ...source }),
+    server: authorFacts,
+    agentWritten: true,
+  },
+  "thread.revised": {
+    payload: z.looseObject({ thread_id: seqId, kind: z.enum(["update", "confirm", "contradict", "retract"]), value: z.string().optional(), ...source }),
+    server: authorFacts,
+    agentWritten: true,
+  },
+  "discrepancy.recorded": {
+    payload: z.looseObject({ description: z.string(), severity: z.enum(["low", "medium", "high"]), thread_id: seqId.optional(), source_msg_id: seqId.optional() }),
+  },
+  "discrepancy.resolved": { payload: z.looseObject({ discrepancy_id: seqId }), agentWritten: true },
+  "handshake.signed": { payload: z.looseObject({ context_hash: z.string() }), agentWritten: true },
+});
+const E = LEDGER_EVENTS;
+
+type RevisedPayload = z.infer<(typeof E)["thread.revised"]["payload"]>;
 
 function authorOf(event: LogEvent): { agent_id: string; auth: Auth; via: "api" | "arbiter" } {
-  const s = event.server as LedgerServerFacts;
+  const s = as(E["thread.opened"], event).server;
   return { agent_id: s.author_agent_id ?? event.actor, auth: s.auth ?? (event.sig ? "signed" : "anon"), via: s.via ?? "api" };
 }
 
@@ -176,7 +181,7 @@ function authorOf(event: LogEvent): { agent_id: string; auth: Auth; via: "api" |
 export function applyLedgerEvent(ledger: Ledger, event: LogEvent, quorum = AGREE_QUORUM_DEFAULT): Ledger {
   switch (event.type) {
     case "thread.opened": {
-      const p = event.payload as unknown as ThreadOpenedPayload;
+      const p = as(E["thread.opened"], event).payload;
       const a = authorOf(event);
       const revision: Revision = {
         id: event.seq, thread_id: event.seq, kind: "propose", value: p.value, author_agent_id: a.agent_id, auth: a.auth, via: a.via,
@@ -191,7 +196,7 @@ export function applyLedgerEvent(ledger: Ledger, event: LogEvent, quorum = AGREE
       return ledger;
     }
     case "thread.revised": {
-      const p = event.payload as unknown as ThreadRevisedPayload;
+      const p = as(E["thread.revised"], event).payload;
       const thread = ledger.threads.find((t) => t.id === p.thread_id);
       if (!thread) return ledger;
       const a = authorOf(event);
@@ -207,7 +212,7 @@ export function applyLedgerEvent(ledger: Ledger, event: LogEvent, quorum = AGREE
       return ledger;
     }
     case "discrepancy.recorded": {
-      const p = event.payload as { description: string; severity: Discrepancy["severity"]; thread_id?: number; source_msg_id?: number };
+      const p = as(E["discrepancy.recorded"], event).payload;
       ledger.discrepancies.push({
         id: event.seq, thread_id: p.thread_id ?? null, description: p.description, severity: p.severity, source_msg_id: p.source_msg_id ?? null,
         recorded_by: authorOf(event).agent_id, status: "open", resolved_by: null, created_at: event.ts, resolved_at: null,
@@ -215,13 +220,13 @@ export function applyLedgerEvent(ledger: Ledger, event: LogEvent, quorum = AGREE
       return ledger;
     }
     case "discrepancy.resolved": {
-      const p = event.payload as { discrepancy_id: number };
+      const p = as(E["discrepancy.resolved"], event).payload;
       const d = ledger.discrepancies.find((x) => x.id === p.discrepancy_id);
       if (d) Object.assign(d, { status: "resolved", resolved_by: event.actor, resolved_at: event.ts });
       return ledger;
     }
     case "handshake.signed": {
-      const p = event.payload as { context_hash: string };
+      const p = as(E["handshake.signed"], event).payload;
       const sig = event.sig && "nonce" in event.sig ? event.sig : null;
       ledger.handshakes.push({
         id: event.seq, agent_id: event.actor, context_hash: p.context_hash, auth: sig ? "signed" : "anon", pubkey_hex: sig?.pubkey_hex ?? null,
@@ -234,7 +239,7 @@ export function applyLedgerEvent(ledger: Ledger, event: LogEvent, quorum = AGREE
   }
 }
 
-function reviseThread(thread: Thread, p: ThreadRevisedPayload, a: { agent_id: string; auth: Auth }, quorum: number): void {
+function reviseThread(thread: Thread, p: RevisedPayload, a: { agent_id: string; auth: Auth }, quorum: number): void {
   switch (p.kind) {
     case "update":
       thread.current_value = p.value ?? thread.current_value;
@@ -263,4 +268,10 @@ export function emptyLedger(): Ledger {
   return { threads: [], revisions: [], discrepancies: [], handshakes: [] };
 }
 
-export const LEDGER_EVENT_TYPES = new Set(["thread.opened", "thread.revised", "discrepancy.recorded", "discrepancy.resolved", "handshake.signed"]);
+/** The ledger's reducer; the room's quorum comes from its room.created event. */
+export const ledgerFeature: Feature<Ledger> = {
+  name: "ledger",
+  kinds: Object.values(LEDGER_EVENTS),
+  empty: emptyLedger,
+  apply: (ledger, event, ctx) => void applyLedgerEvent(ledger, event, ctx.quorum),
+};

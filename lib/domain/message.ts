@@ -1,5 +1,24 @@
+import { z } from "zod";
 import type { LogEvent } from "../log/event";
 import { keyRef } from "../log/keys";
+import { as, defineEvents, seqId, type Feature } from "./event-kind";
+
+export const MESSAGE_EVENTS = defineEvents("messages", {
+  "message.posted": {
+    payload: z.looseObject({
+      text: z.string(),
+      reply_to: seqId.optional(),
+      memory_root: z.string().optional(),
+      // A turn's reply.
+      turn_id: seqId.optional(),
+      result: z.string().optional(),
+      // The service's own notes: a turns room's protocol card, the owner as moderator.
+      kickoff: z.boolean().optional(),
+      moderator: z.boolean().optional(),
+    }),
+    agentWritten: true,
+  },
+});
 
 /** The message projection of a `message.posted` event: what lists and the verifier compare. */
 export interface Message {
@@ -18,7 +37,7 @@ export interface Message {
 }
 
 export function messageFromEvent(event: LogEvent, leafHashHex: string): Message {
-  const payload = event.payload as { text: string; reply_to?: number; memory_root?: string };
+  const payload = as(MESSAGE_EVENTS["message.posted"], event).payload;
   const sig = event.sig;
   return {
     id: event.seq,
@@ -36,3 +55,10 @@ export function messageFromEvent(event: LogEvent, leafHashHex: string): Message 
     hash: leafHashHex,
   };
 }
+
+export const messagesFeature: Feature<Message[]> = {
+  name: "messages",
+  kinds: Object.values(MESSAGE_EVENTS),
+  empty: () => [],
+  apply: (messages, event, ctx) => void messages.push(messageFromEvent(event, ctx.leafHash)),
+};

@@ -7,6 +7,8 @@
 import { bytesToHex, sha256, utf8 } from "../log/bytes";
 import type { LogEvent } from "../log/event";
 import { keyRef } from "../log/keys";
+import { z } from "zod";
+import { as, defineEvents, isoTime, seqId, type Feature } from "./event-kind";
 import { sameAgent } from "./names";
 
 export const TASK_PRIORITY_DEFAULT = 5;
@@ -103,13 +105,48 @@ export interface Board {
 
 export const emptyBoard = (): Board => ({ tasks: [], agents: [] });
 
-export const TASK_EVENT_TYPES = new Set([
-  "task.created", "task.claimed", "task.heartbeat", "task.released", "task.failed", "task.handoff",
-  "task.submitted", "task.reviewed", "task.cancelled",
-]);
-export const BOARD_AGENT_EVENT_TYPES = new Set(["agent.joined", "agent.heartbeat"]);
-/** Types an agent writes (and may sign) on the board. */
-export const BOARD_AGENT_WRITTEN_TYPES = new Set([...BOARD_AGENT_EVENT_TYPES, ...TASK_EVENT_TYPES]);
+const taskRef = { task_id: seqId, base_revision: z.number().int().optional() };
+const lease = z.looseObject({ task_id: seqId.optional(), lease_until: isoTime, lease_hash: z.string(), attempt: z.number().int().optional() });
+const artifact = z.looseObject({ type: z.enum(["url", "commit", "pr", "file", "text", "hash"]), ref: z.string(), sha256: z.string().optional(), note: z.string().optional() });
+const capabilities = z.looseObject({ capabilities: z.array(z.string()).optional() });
+
+/** The task board's events: agents write all of them but agent.lost and the server's releases. */
+export const BOARD_EVENTS = defineEvents("board", {
+  "agent.joined": { payload: capabilities, agentWritten: true },
+  "agent.heartbeat": { payload: capabilities, agentWritten: true },
+  "agent.lost": { payload: z.looseObject({ agent_id: z.string() }) },
+  "task.created": {
+    payload: z.looseObject({
+      title: z.string(), description: z.string().optional(), requires: z.array(z.string()).optional(), priority: z.number().int().optional(),
+      reviewer: z.string().optional(), context_refs: z.array(z.string()).optional(), max_failures: z.number().int().optional(),
+    }),
+    agentWritten: true,
+  },
+  // claim-next names no task: the server facts say which one it got.
+  "task.claimed": { payload: z.looseObject({ task_id: seqId.optional(), lease_s: z.number().optional() }), server: lease, agentWritten: true },
+  "task.heartbeat": { payload: z.looseObject({ ...taskRef, lease_s: z.number().optional() }), server: z.looseObject({ lease_until: isoTime.optional() }), agentWritten: true },
+  "task.released": { payload: z.looseObject(taskRef), server: z.looseObject({ reason: z.string().optional(), failure: z.boolean().optional() }), agentWritten: true },
+  "task.failed": { payload: z.looseObject({ ...taskRef, reason: z.string().optional() }), agentWritten: true },
+  "task.handoff": {
+    payload: z.looseObject({ ...taskRef, to_agent: z.string().optional(), to_capability: z.string().optional(), note: z.string().optional() }),
+    server: z.looseObject({ until: isoTime.optional() }),
+    agentWritten: true,
+  },
+  "task.submitted": {
+    payload: z.looseObject({ ...taskRef, status: z.enum(["completed", "partial", "failed"]), summary: z.string().optional(), artifacts: z.array(artifact).optional(), duration_s: z.number().optional() }),
+    agentWritten: true,
+  },
+  "task.reviewed": {
+    payload: z.looseObject({ ...taskRef, decision: z.enum(["accept", "reject", "needs_fix"]), note: z.string().optional() }),
+    server: z.looseObject({ until: isoTime.optional() }),
+    agentWritten: true,
+  },
+  "task.cancelled": { payload: z.looseObject({ ...taskRef, reason: z.string().optional() }), agentWritten: true },
+});
+const E = BOARD_EVENTS;
+type BoardEventType = keyof typeof BOARD_EVENTS;
+const AGENT_TYPES = new Set<string>(["agent.joined", "agent.heartbeat", "agent.lost"]);
+const isBoardEvent = (type: string): type is BoardEventType => Object.hasOwn(BOARD_EVENTS, type);
 
 export function publicTask(t: TaskState): Task {
   const { lease_hash: _hidden, ...rest } = t;
@@ -176,16 +213,6 @@ export function pickNext(tasks: Task[], agent: BoardAgent | undefined, now: stri
 
 // ---- the reducer ----
 
-interface ServerFacts {
-  task_id?: number;
-  lease_until?: string;
-  lease_hash?: string;
-  attempt?: number;
-  reason?: string;
-  failure?: boolean;
-  until?: string;
-}
-
 function fail(task: TaskState, reason: string): void {
   task.failures++;
   task.failure_reasons.push(reason);
@@ -201,33 +228,32 @@ function dropLease(task: TaskState): void {
 
 /** Applies one event to the board (events of other kinds are ignored). Mutates and returns `board`. */
 export function applyTaskEvent(board: Board, event: LogEvent): Board {
-  if (BOARD_AGENT_EVENT_TYPES.has(event.type) || event.type === "agent.lost") {
+  if (AGENT_TYPES.has(event.type)) {
     applyAgentEvent(board, event);
     return board;
   }
-  if (!TASK_EVENT_TYPES.has(event.type)) return board;
-  const p = event.payload as Record<string, unknown>;
-  const s = event.server as ServerFacts;
+  if (!isBoardEvent(event.type)) return board;
   // Any board write by an agent is a sign of life.
   const actor = board.agents.find((a) => sameAgent(a.agent_id, event.actor) && !a.lost);
   if (actor) actor.last_seen = event.ts;
   if (event.type === "task.created") {
+    const p = as(E["task.created"], event).payload;
     board.tasks.push({
       id: event.seq,
-      title: p.title as string,
-      description: (p.description as string | undefined) ?? "",
-      requires: (p.requires as string[] | undefined) ?? [],
-      priority: (p.priority as number | undefined) ?? TASK_PRIORITY_DEFAULT,
+      title: p.title,
+      description: p.description ?? "",
+      requires: p.requires ?? [],
+      priority: p.priority ?? TASK_PRIORITY_DEFAULT,
       status: "open",
       created_by: event.actor,
-      reviewer: (p.reviewer as string | undefined) ?? null,
-      context_refs: (p.context_refs as string[] | undefined) ?? [],
+      reviewer: p.reviewer ?? null,
+      context_refs: p.context_refs ?? [],
       claimant: null,
       claimant_key: null,
       lease_until: null,
       attempt: 0,
       failures: 0,
-      max_failures: (p.max_failures as number | undefined) ?? TASK_MAX_FAILURES_DEFAULT,
+      max_failures: p.max_failures ?? TASK_MAX_FAILURES_DEFAULT,
       failure_reasons: [],
       handoff: null,
       receipt: null,
@@ -245,46 +271,47 @@ export function applyTaskEvent(board: Board, event: LogEvent): Board {
   task.revision++;
   task.updated_at = event.ts;
   switch (event.type) {
-    case "task.claimed":
+    case "task.claimed": {
+      const s = as(E["task.claimed"], event).server;
       task.status = "claimed";
       task.claimant = event.actor;
       task.claimant_key = event.sig?.pubkey_hex ?? null;
-      task.lease_until = s.lease_until ?? null;
-      task.lease_hash = s.lease_hash ?? null;
+      task.lease_until = s.lease_until;
+      task.lease_hash = s.lease_hash;
       task.attempt++;
       task.handoff = null;
       break;
+    }
     case "task.heartbeat":
-      task.lease_until = s.lease_until ?? task.lease_until;
+      task.lease_until = as(E["task.heartbeat"], event).server.lease_until ?? task.lease_until;
       break;
-    case "task.released":
+    case "task.released": {
+      const s = as(E["task.released"], event).server;
       dropLease(task);
       if (s.failure) fail(task, s.reason ?? "released");
       else task.status = "open";
       break;
+    }
     case "task.failed":
       dropLease(task);
-      fail(task, (p.reason as string | undefined) ?? "failed");
+      fail(task, as(E["task.failed"], event).payload.reason ?? "failed");
       break;
-    case "task.handoff":
-      task.handoff = {
-        from: event.actor,
-        to_agent: (p.to_agent as string | undefined) ?? null,
-        to_capability: (p.to_capability as string | undefined) ?? null,
-        note: (p.note as string | undefined) ?? "",
-        until: s.until ?? event.ts,
-      };
+    case "task.handoff": {
+      const { payload: p, server: s } = as(E["task.handoff"], event);
+      task.handoff = { from: event.actor, to_agent: p.to_agent ?? null, to_capability: p.to_capability ?? null, note: p.note ?? "", until: s.until ?? event.ts };
       dropLease(task);
       task.status = "open";
       break;
+    }
     case "task.submitted": {
-      const status = p.status as TaskReceipt["status"];
-      const artifacts = ((p.artifacts as Artifact[] | undefined) ?? []).map((a) => {
+      const p = as(E["task.submitted"], event).payload;
+      const status = p.status;
+      const artifacts = (p.artifacts ?? []).map((a) => {
         const verified = textArtifactVerified(a);
         return verified === undefined ? { ...a } : { ...a, verified };
       });
       task.receipt = {
-        status, summary: (p.summary as string | undefined) ?? "", artifacts, duration_s: (p.duration_s as number | undefined) ?? null,
+        status, summary: p.summary ?? "", artifacts, duration_s: p.duration_s ?? null,
         submitted_by: event.actor, submitted_at: event.ts, seq: event.seq,
       };
       task.lease_until = null;
@@ -293,13 +320,14 @@ export function applyTaskEvent(board: Board, event: LogEvent): Board {
         const claimant = task.claimant;
         task.claimant = null;
         task.claimant_key = null;
-        fail(task, `submitted as failed by ${claimant ?? event.actor}: ${(p.summary as string | undefined) ?? ""}`);
+        fail(task, `submitted as failed by ${claimant ?? event.actor}: ${p.summary ?? ""}`);
       } else task.status = "submitted";
       break;
     }
     case "task.reviewed": {
-      const decision = p.decision as TaskReview["decision"];
-      task.review = { decision, note: (p.note as string | undefined) ?? "", reviewer: event.actor, reviewed_at: event.ts, seq: event.seq };
+      const { payload: p, server: s } = as(E["task.reviewed"], event);
+      const decision = p.decision;
+      task.review = { decision, note: p.note ?? "", reviewer: event.actor, reviewed_at: event.ts, seq: event.seq };
       if (decision === "accept") task.status = "accepted";
       else if (decision === "reject") task.status = "rejected";
       else {
@@ -319,12 +347,12 @@ export function applyTaskEvent(board: Board, event: LogEvent): Board {
 
 function applyAgentEvent(board: Board, event: LogEvent): void {
   if (event.type === "agent.lost") {
-    const who = (event.payload as { agent_id?: string }).agent_id;
+    const who = as(E["agent.lost"], event).payload.agent_id;
     const a = board.agents.find((x) => sameAgent(x.agent_id, who));
     if (a) a.lost = true;
     return;
   }
-  const caps = ((event.payload as { capabilities?: string[] }).capabilities ?? []).slice();
+  const caps = (as(E["agent.joined"], event).payload.capabilities ?? []).slice();
   const sig = event.sig;
   // One board entry per agent (by agentKey), under the name it first joined with.
   const existing = board.agents.find((x) => sameAgent(x.agent_id, event.actor));
@@ -346,3 +374,11 @@ export function agentStatus(agent: BoardAgent, nowMs: number, heartbeatMs: numbe
   if (silent >= LOST_AFTER_INTERVALS * heartbeatMs) return "lost";
   return silent <= heartbeatMs * 1.5 ? "online" : "away";
 }
+
+/** The board's reducer. */
+export const boardFeature: Feature<Board> = {
+  name: "board",
+  kinds: Object.values(BOARD_EVENTS),
+  empty: emptyBoard,
+  apply: (board, event) => void applyTaskEvent(board, event),
+};

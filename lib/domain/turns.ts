@@ -6,6 +6,8 @@
  */
 import type { LogEvent } from "../log/event";
 import { canonicalize } from "../log/jcs";
+import { z } from "zod";
+import { as, defineEvents, isoTime, seqId, type Feature } from "./event-kind";
 import { agentKey, sameAgent } from "./names";
 
 export const TURNS_DEFAULTS = { max_rounds: 10, turn_timeout_s: 300, delay_s: 0, policy: "consensus", absent_after: 2 } as const;
@@ -101,14 +103,43 @@ export interface TurnsProjection {
   turns: TurnState[];
 }
 
-export const TURN_EVENT_TYPES = new Set([
-  "turn.opened", "turn.claimed", "turn.done", "turn.skipped",
-  "completion.proposed", "completion.confirmed", "completion.rejected",
-  "room.completed", "room.blocked", "room.resumed", "room.cancelled", "room.rounds_raised",
-  "participant.absent", "participant.reinstated",
-]);
-/** Types an agent writes (and may sign) in a turns room. */
-export const TURN_AGENT_WRITTEN_TYPES = new Set(["turn.claimed", "turn.skipped"]);
+const policy = z.enum(["consensus", "supervisor"]);
+/** The turns config as room.created records it (validated at intake by lib/schemas/turns.ts). */
+export const turnsConfigSchema: z.ZodType<TurnsConfig> = z.looseObject({
+  participants: z.array(z.string()),
+  max_rounds: z.number().int(),
+  turn_timeout_s: z.number(),
+  delay_s: z.number(),
+  policy,
+  supervisor: z.string().nullable(),
+  absent_after: z.number().int(),
+});
+
+const turnRef = { turn_id: seqId };
+const skipReason = z.enum(["timeout", "supervisor", "owner"]);
+export const TURN_EVENTS = defineEvents("turns", {
+  "turn.opened": {
+    payload: z.looseObject({ round: z.number().int(), slot: z.number().int(), agent_id: z.string(), phase: z.enum(["dialogue", "confirm"]), available_at: isoTime }),
+    server: z.looseObject({ claim_by: isoTime.optional() }),
+  },
+  "turn.claimed": { payload: z.looseObject(turnRef), server: z.looseObject({ lease_until: isoTime, lease_hash: z.string() }), agentWritten: true },
+  "turn.done": { payload: z.looseObject({ ...turnRef, result: z.enum(["continue", "complete", "pass", "blocked"]), message_id: seqId.optional() }) },
+  // A supervisor skips a turn with its own (signable) request; the server skips on timeouts.
+  "turn.skipped": { payload: z.looseObject({ ...turnRef, reason: skipReason }), agentWritten: true },
+  "completion.proposed": { payload: z.looseObject({ by: z.string(), ...turnRef, pending: z.array(z.string()) }) },
+  "completion.confirmed": { payload: z.looseObject({ agent_id: z.string(), ...turnRef }) },
+  "completion.rejected": { payload: z.looseObject({ agent_id: z.string(), ...turnRef }) },
+  "room.completed": { payload: z.looseObject({ reason: z.string().optional() }) },
+  "room.blocked": { payload: z.looseObject({ reason: z.string(), agent_id: z.string().optional() }) },
+  "room.resumed": { payload: z.looseObject({}) },
+  "room.cancelled": { payload: z.looseObject({ reason: z.string().optional() }) },
+  "room.rounds_raised": { payload: z.looseObject({ max_rounds: z.number().int() }) },
+  "participant.absent": { payload: z.looseObject({ agent_id: z.string(), timeouts: z.number().int().optional() }) },
+  "participant.reinstated": { payload: z.looseObject({ agent_id: z.string() }) },
+});
+export type TurnEventType = keyof typeof TURN_EVENTS;
+const E = TURN_EVENTS;
+const isTurnEvent = (type: string): type is TurnEventType => Object.hasOwn(TURN_EVENTS, type);
 
 export const TERMINAL_TURNS_STATUSES = new Set<TurnsStatus>(["completed", "cancelled"]);
 const OPEN_TURN = new Set<TurnStatus>(["ready", "claimed"]);
@@ -181,15 +212,16 @@ export const slotOf = (room: TurnsRoom, agentId: string) => {
 // ---- the reducer ----
 
 type P = Record<string, unknown>;
+/** The fields by which an event of a turns room names its turn or participant. */
+type Refs = { turn_id?: unknown; agent_id?: unknown };
 
 /**
  * Applies one event to the projection (events of other kinds are ignored). Mutates and returns
  * `proj`. `proj.turns` may hold only the turns the event touches (the services pass the current one).
  */
 export function applyTurnEvent(proj: TurnsProjection, event: Pick<LogEvent, "seq" | "ts" | "type" | "actor" | "payload" | "server">): TurnsProjection {
-  const p = event.payload as P;
   if (event.type === "room.created") {
-    const config = p.turns as TurnsConfig | undefined;
+    const config = (event.payload as { turns?: TurnsConfig }).turns; // typed by ROOM_EVENTS["room.created"]
     if (config) proj.room = newTurnsRoom(config, event.ts);
     return proj;
   }
@@ -199,10 +231,11 @@ export function applyTurnEvent(proj: TurnsProjection, event: Pick<LogEvent, "seq
     // A turn's reply: the turn is closed by the turn.done that follows.
     return proj;
   }
-  if (!TURN_EVENT_TYPES.has(event.type)) return proj;
+  if (!isTurnEvent(event.type)) return proj;
   room.updated_at = event.ts;
-  const turn = typeof p.turn_id === "number" ? proj.turns.find((t) => t.id === p.turn_id) : undefined;
-  const who = typeof p.agent_id === "string" ? participant(room, p.agent_id) : undefined;
+  const refs = event.payload as Refs;
+  const turn = typeof refs.turn_id === "number" ? proj.turns.find((t) => t.id === refs.turn_id) : undefined;
+  const who = typeof refs.agent_id === "string" ? participant(room, refs.agent_id) : undefined;
   const close = (t: TurnState, status: TurnStatus) => {
     t.status = status;
     t.closed_at = event.ts;
@@ -213,16 +246,16 @@ export function applyTurnEvent(proj: TurnsProjection, event: Pick<LogEvent, "seq
   };
   switch (event.type) {
     case "turn.opened": {
-      const s = event.server as { claim_by?: string };
+      const { payload: p, server: s } = as(E["turn.opened"], event);
       const t: TurnState = {
         id: event.seq,
-        round: p.round as number,
-        slot: p.slot as number,
-        agent_id: p.agent_id as string,
-        phase: p.phase as TurnPhase,
+        round: p.round,
+        slot: p.slot,
+        agent_id: p.agent_id,
+        phase: p.phase,
         status: "ready",
-        available_at: p.available_at as string,
-        claim_by: s.claim_by ?? isoPlus(p.available_at as string, room.config.turn_timeout_s),
+        available_at: p.available_at,
+        claim_by: s.claim_by ?? isoPlus(p.available_at, room.config.turn_timeout_s),
         lease_until: null,
         result: null,
         reason: null,
@@ -239,7 +272,7 @@ export function applyTurnEvent(proj: TurnsProjection, event: Pick<LogEvent, "seq
     }
     case "turn.claimed":
       if (turn) {
-        const s = event.server as { lease_until: string; lease_hash: string };
+        const s = as(E["turn.claimed"], event).server;
         turn.status = "claimed";
         turn.lease_until = s.lease_until;
         turn.lease_hash = s.lease_hash;
@@ -248,8 +281,9 @@ export function applyTurnEvent(proj: TurnsProjection, event: Pick<LogEvent, "seq
       break;
     case "turn.done":
       if (turn) {
-        turn.result = p.result as TurnResult;
-        turn.message_id = (p.message_id as number | undefined) ?? null;
+        const p = as(E["turn.done"], event).payload;
+        turn.result = p.result;
+        turn.message_id = p.message_id ?? null;
         close(turn, "done");
         const owner = participant(room, turn.agent_id);
         if (owner) owner.timeouts = 0;
@@ -257,7 +291,8 @@ export function applyTurnEvent(proj: TurnsProjection, event: Pick<LogEvent, "seq
       break;
     case "turn.skipped":
       if (turn) {
-        turn.reason = p.reason as string;
+        const p = as(E["turn.skipped"], event).payload;
+        turn.reason = p.reason;
         close(turn, "skipped");
         const owner = participant(room, turn.agent_id);
         if (owner && p.reason === "timeout") owner.timeouts++;
@@ -280,13 +315,16 @@ export function applyTurnEvent(proj: TurnsProjection, event: Pick<LogEvent, "seq
         who.timeouts = 0;
       }
       break;
-    case "completion.proposed":
-      room.proposal = { by: p.by as string, turn_id: p.turn_id as number, pending: [...(p.pending as string[])], confirmed: [] };
+    case "completion.proposed": {
+      const p = as(E["completion.proposed"], event).payload;
+      room.proposal = { by: p.by, turn_id: p.turn_id, pending: [...p.pending], confirmed: [] };
       break;
+    }
     case "completion.confirmed":
       if (room.proposal) {
+        const p = as(E["completion.confirmed"], event).payload;
         room.proposal.pending = room.proposal.pending.filter((a) => a !== p.agent_id);
-        room.proposal.confirmed.push(p.agent_id as string);
+        room.proposal.confirmed.push(p.agent_id);
       }
       break;
     case "completion.rejected":
@@ -294,11 +332,11 @@ export function applyTurnEvent(proj: TurnsProjection, event: Pick<LogEvent, "seq
       break;
     case "room.completed":
       room.status = "completed";
-      room.reason = (p.reason as string | undefined) ?? null;
+      room.reason = as(E["room.completed"], event).payload.reason ?? null;
       break;
     case "room.blocked":
       room.status = "blocked";
-      room.reason = p.reason as string;
+      room.reason = as(E["room.blocked"], event).payload.reason;
       room.proposal = null;
       break;
     case "room.resumed":
@@ -312,11 +350,11 @@ export function applyTurnEvent(proj: TurnsProjection, event: Pick<LogEvent, "seq
         close(t, "cancelled");
       }
       room.status = "cancelled";
-      room.reason = (p.reason as string | undefined) ?? null;
+      room.reason = as(E["room.cancelled"], event).payload.reason ?? null;
       room.proposal = null;
       break;
     case "room.rounds_raised":
-      room.config.max_rounds = p.max_rounds as number;
+      room.config.max_rounds = as(E["room.rounds_raised"], event).payload.max_rounds;
       break;
   }
   return proj;
@@ -325,7 +363,7 @@ export function applyTurnEvent(proj: TurnsProjection, event: Pick<LogEvent, "seq
 // ---- what the server does next ----
 
 export interface Step {
-  type: string;
+  type: TurnEventType;
   payload: P;
   server?: P;
 }
@@ -348,7 +386,7 @@ class Planner {
   get room(): TurnsRoom {
     return this.draft.room!;
   }
-  push(type: string, payload: P, server?: P): void {
+  push(type: TurnEventType, payload: P, server?: P): void {
     this.steps.push(server ? { type, payload, server } : { type, payload });
     applyTurnEvent(this.draft, { seq: 0, ts: this.now, type, actor: "server", payload, server: server ?? {} });
   }
@@ -580,3 +618,12 @@ export function turnRuleViolations(events: LoggedEvent[]): RuleViolation[] {
   }
   return violations;
 }
+
+/** The turns reducer: a turns room begins with its room.created event. */
+export const turnsFeature: Feature<TurnsProjection> = {
+  name: "turns",
+  kinds: Object.values(TURN_EVENTS),
+  reads: ["room.created"],
+  empty: () => ({ room: null, turns: [] }),
+  apply: (proj, event) => void applyTurnEvent(proj, event),
+};

@@ -6,8 +6,8 @@
 import { replay, type Projections } from "../domain/replay";
 import { agentKey } from "../domain/names";
 import { SERVICE_ACTORS } from "../domain/room";
-import { BOARD_AGENT_WRITTEN_TYPES } from "../domain/tasks";
-import { TURN_AGENT_WRITTEN_TYPES, turnRuleViolations } from "../domain/turns";
+import { eventProblem, isAgentWritten } from "../domain/catalogue";
+import { turnRuleViolations } from "../domain/turns";
 import { bytesEqual, bytesToBase64, bytesToHex, hexToBytes, utf8 } from "./bytes";
 import { keyId, parseCheckpoint, type ParsedCheckpoint } from "./checkpoint";
 import { ed25519InputProblem, isStrictEd25519Input } from "./ed25519";
@@ -73,13 +73,6 @@ export interface VerifyOptions {
   storedLeafHashes?: string[];
 }
 
-/** Event types an agent writes (and may sign); key pinning applies to them. */
-const AGENT_EVENT_TYPES = new Set([
-  "message.posted", "thread.opened", "thread.revised", "handshake.signed", "discrepancy.resolved",
-  ...BOARD_AGENT_WRITTEN_TYPES, // task board: agent.joined, agent.heartbeat, task.*
-  ...TURN_AGENT_WRITTEN_TYPES, // turns mode: turn.claimed
-]);
-
 const MAX_FAILURES = 1000;
 
 export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Promise<VerifyReport> {
@@ -121,6 +114,8 @@ export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Pro
     const seq = i + 1;
     if (event.seq !== seq) fail(seq, "sequence", `Event at position ${seq} says seq ${event.seq}: an event is missing or out of order.`);
     if (event.room !== bundle.room || event.v !== 1) fail(seq, "event_format", "The event names another room or version.");
+    const problem = eventProblem(event);
+    if (problem) fail(seq, "event_format", `Event ${seq} does not fit the event catalogue: ${problem}`);
     let leaf: Uint8Array;
     try {
       leaf = eventLeafHash(event);
@@ -172,7 +167,7 @@ export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Pro
   bundle.events.forEach((event) => {
     const seq = event.seq;
     const sig = event.sig as (LogEvent["sig"] & { alg: string }) | undefined;
-    const isAgentEvent = AGENT_EVENT_TYPES.has(event.type) && !SERVICE_ACTORS.has(event.actor);
+    const isAgentEvent = isAgentWritten(event.type) && !SERVICE_ACTORS.has(event.actor);
     if (!sig) {
       if (isAgentEvent && pinned.has(agentKey(event.actor))) fail(seq, "key_pinning", `"${event.actor}" signed before; an unsigned event under that name is not theirs.`);
       return;

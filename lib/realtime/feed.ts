@@ -1,6 +1,6 @@
+import { eventFromRow } from "../store/rows";
 import { messageFromEvent } from "../domain/message";
 import type { Services } from "../services/context";
-import { eventFromRow } from "../services/events";
 import type { EventRow } from "../store/types";
 
 export interface Frame {

@@ -10,7 +10,7 @@ import type { ArbiterOutput } from "../schemas/arbiter";
 import type { RoomRow } from "../store/types";
 import type { Services } from "./context";
 import { appendEvent, write } from "./events";
-import { appendLedgerEvent, recordDiscrepancy } from "./ledger";
+import { recordDiscrepancy } from "./ledger";
 import { parseRoomId, requireRoom } from "./access";
 
 export interface ExtractionBatch {
@@ -52,7 +52,7 @@ export function applyExtraction(svc: Services, rawRoomId: string, batch: Extract
       // Also what makes a rescan idempotent: the thread it would open already exists.
       if (existing) { skip(`thread "${t.subject}"`, `thread ${existing.id} already covers this subject`); continue; }
       const payload = { subject: t.subject, value: t.value, ...(t.subject_key ? { subject_key: t.subject_key } : {}), source_msg_id: msg.id, quote: t.quote };
-      advance((await appendLedgerEvent(svc, tx, room, { type: "thread.opened", actor: "arbiter", payload, server: arbiterServerFacts(msg) }, {}, msg.auth === "signed" ? msg.pubkey_hex : null)).appended);
+      advance(await appendEvent(svc, tx, room, { type: "thread.opened", actor: "arbiter", payload, server: arbiterServerFacts(msg) }, { openerKey: msg.auth === "signed" ? msg.pubkey_hex : null }));
     }
 
     for (const r of batch.output.revisions) {
@@ -70,9 +70,9 @@ export function applyExtraction(svc: Services, rawRoomId: string, batch: Extract
       if (!decision.ok) { skip(`${r.kind} of thread ${r.thread_id}`, decision.code); continue; }
       if (decision.effect === "none") { skip(`${r.kind} of thread ${r.thread_id}`, "changes nothing"); continue; }
       const payload = { thread_id: found.thread.id, kind: r.kind, ...(r.value ? { value: r.value } : {}), source_msg_id: msg.id, quote: r.quote };
-      const { appended, ledger } = await appendLedgerEvent(svc, tx, room, { type: "thread.revised", actor: "arbiter", payload, server: arbiterServerFacts(msg) }, { threads: [found.thread] }, found.openerKey);
+      const appended = await appendEvent(svc, tx, room, { type: "thread.revised", actor: "arbiter", payload, server: arbiterServerFacts(msg) }, { ledger: { threads: [found.thread] }, openerKey: found.openerKey });
       advance(appended);
-      if (found.thread.status === "agreed" && ledger.threads[0]!.status === "disputed") {
+      if (found.thread.status === "agreed" && appended.projected.ledger!.threads[0]!.status === "disputed") {
         room = (await recordDiscrepancy(svc, tx, room, { description: `${msg.agent_id} contradicts the agreed "${found.thread.subject}" (${found.thread.current_value}).`, severity: "medium", thread_id: found.thread.id, source_msg_id: msg.id }, "arbiter")).room;
       }
     }
@@ -91,13 +91,8 @@ export function applyExtraction(svc: Services, rawRoomId: string, batch: Extract
       actor: "arbiter",
       payload: { from_msg_id: batch.messages[0]?.id ?? watermark, to_msg_id: watermark, applied, skipped: skipped.length },
     })).room;
-    await tx.updateArbiterState(room.uuid, {
-      arbiterWatermark: watermark,
-      arbiterCalls: room.arbiterCalls + batch.calls,
-      arbiterTokens: room.arbiterTokens + batch.tokens,
-      arbiterItems: room.arbiterItems + applied,
-      lastExtractionError: null,
-    });
+    // The watermark and the items applied are the projector's (from arbiter.extracted); the usage is not in the log.
+    await tx.updateArbiterState(room.uuid, { arbiterCalls: room.arbiterCalls + batch.calls, arbiterTokens: room.arbiterTokens + batch.tokens, lastExtractionError: null });
     return { applied, skipped, watermark };
   });
 }
@@ -107,13 +102,8 @@ export async function skipPoisonMessage(svc: Services, rawRoomId: string, msgId:
   const id = parseRoomId(rawRoomId);
   await write(svc, [id], async (tx) => {
     const room = await requireRoom(svc, id, tx);
-    const appended = await appendEvent(svc, tx, room, { type: "arbiter.failed", actor: "arbiter", payload: { msg_id: msgId, reason } });
-    await tx.updateArbiterState(room.uuid, {
-      arbiterWatermark: Math.max(appended.room.arbiterWatermark, msgId),
-      arbiterCalls: room.arbiterCalls + usage.calls,
-      arbiterTokens: room.arbiterTokens + usage.tokens,
-      lastExtractionError: reason,
-    });
+    await appendEvent(svc, tx, room, { type: "arbiter.failed", actor: "arbiter", payload: { msg_id: msgId, reason } });
+    await tx.updateArbiterState(room.uuid, { arbiterCalls: room.arbiterCalls + usage.calls, arbiterTokens: room.arbiterTokens + usage.tokens, lastExtractionError: reason });
   });
 }
 

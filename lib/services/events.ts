@@ -2,13 +2,16 @@ import { bytesToBase64, bytesToHex } from "../log/bytes";
 import { signCheckpoint } from "../log/checkpoint";
 import { eventLeafHash, type EventSig, type LogEvent } from "../log/event";
 import { frontierAppend, frontierFromHex, frontierRoot, frontierToHex } from "../log/merkle";
-import type { EventRow, RoomAfterAppend, RoomRow, StoreWriter } from "../store/types";
+import { eventProblem, type EventType } from "../domain/catalogue";
+import { eventToRow } from "../store/rows";
+import type { RoomRow, StoreWriter } from "../store/types";
+import { project, type Parts, type Projected } from "./projector";
 import { isoNow, roomLife, type Services } from "./context";
 import { expiresAt } from "../domain/room";
 import { refuseSecrets } from "../domain/secrets";
 
 export interface NewEvent {
-  type: string;
+  type: EventType;
   actor: string;
   payload: Record<string, unknown>;
   server?: Record<string, unknown>;
@@ -32,25 +35,24 @@ export interface Appended {
   receipt: Receipt;
   /** The room row after the append. */
   room: RoomRow;
+  /** The projections the event changed (lib/services/projector.ts). */
+  projected: Projected;
 }
 
 /**
  * The one function that appends to a room's log. It must run inside `write(svc, [room], …)`: the
- * room's lock serialises appends, so seq has no gaps and prev never forks. It extends the Merkle
- * frontier (no rehash of the room), signs the new checkpoint and moves the head; `roomPatch`
- * carries the projection changes to the room row that belong to this event. Every event of one
- * transaction carries the transaction's time (`tx.now`).
+ * room's lock serialises appends, so seq has no gaps and prev never forks. It checks the event
+ * against the catalogue, extends the Merkle frontier (no rehash of the room), signs the new
+ * checkpoint, lets the projector write the projections the event changes (`parts`: what the caller
+ * loaded of them) and moves the head. Every event of one transaction carries the transaction's
+ * time (`tx.now`).
  */
-export async function appendEvent(
-  svc: Services,
-  tx: Tx,
-  room: RoomRow,
-  input: NewEvent,
-  roomPatch: Partial<RoomAfterAppend> = {},
-): Promise<Appended> {
+export async function appendEvent(svc: Services, tx: Tx, room: RoomRow, input: NewEvent, parts: Parts = {}): Promise<Appended> {
   // What agents and the owner write; the arbiter only quotes text that was screened on its way in.
   if (input.actor !== "server" && input.actor !== "arbiter") refuseSecrets(input.payload);
   const seq = room.headSize + 1;
+  const problem = eventProblem({ type: input.type, payload: input.payload, server: input.server ?? {} });
+  if (problem) throw new Error(`appendEvent: ${problem}`); // a service built an event its kind refuses: a bug, not bad input
   const event: LogEvent = {
     v: 1,
     room: room.uuid,
@@ -76,7 +78,7 @@ export async function appendEvent(
     sign: svc.key.sign,
   });
   await tx.insertEvent(eventToRow(event, leafHex, checkpoint));
-  for (const hook of svc.appendHooks) await hook(tx, event, room);
+  const { patch, projected } = await project(tx, room, event, leafHex, parts);
   // What agents and the owner do keeps a room alive (messages, claims, heartbeats, votes); what the
   // server and the arbiter do on their own does not.
   const activity = input.actor === "server" || input.actor === "arbiter" ? {} : {
@@ -86,7 +88,7 @@ export async function appendEvent(
   const after: RoomRow = {
     ...room,
     ...activity,
-    ...roomPatch,
+    ...patch,
     headSize: seq,
     headLeaf: leafHex,
     headRoot: bytesToBase64(root),
@@ -94,7 +96,8 @@ export async function appendEvent(
     checkpoint,
   };
   await tx.updateRoomAfterAppend(room.uuid, after);
-  return { event, leafHash: leafHex, receipt: { seq, leaf_hash: leafHex, checkpoint }, room: after };
+  for (const hook of svc.appendHooks) await hook(tx, event, after);
+  return { event, leafHash: leafHex, receipt: { seq, leaf_hash: leafHex, checkpoint }, room: after, projected };
 }
 
 /** A write transaction as the services see it: the store's writer plus the one time all its events carry. */
@@ -159,35 +162,4 @@ async function flushQueue(svc: Services): Promise<void> {
     if (outcome.ok) item.resolve(outcome.value);
     else item.reject(outcome.error);
   });
-}
-
-export function eventToRow(event: LogEvent, leafHash: string, checkpoint: string): EventRow {
-  return {
-    room: event.room,
-    seq: event.seq,
-    ts: event.ts,
-    type: event.type,
-    actor: event.actor,
-    payload: JSON.stringify(event.payload),
-    server: JSON.stringify(event.server),
-    prev: event.prev,
-    sig: event.sig ? JSON.stringify(event.sig) : null,
-    leafHash,
-    checkpoint,
-  };
-}
-
-export function eventFromRow(row: EventRow): LogEvent {
-  return {
-    v: 1,
-    room: row.room,
-    seq: row.seq,
-    ts: row.ts,
-    type: row.type,
-    actor: row.actor,
-    payload: JSON.parse(row.payload) as Record<string, unknown>,
-    server: JSON.parse(row.server) as Record<string, unknown>,
-    prev: row.prev,
-    ...(row.sig ? { sig: JSON.parse(row.sig) as EventSig } : {}),
-  };
 }

@@ -9,10 +9,9 @@
  * size read later are the ones that were there. A room deleted meanwhile ends the stream with an
  * error (the client gets a cut body, never a bundle that does not hold together).
  */
+import { eventFromRow, messageFromRow } from "../store/rows";
 import { BUNDLE_FORMAT } from "../log/verify";
 import type { Services } from "./context";
-import { eventFromRow } from "./events";
-import { messageFromRow } from "./messages";
 import { requireRoom } from "./access";
 import { readProjections } from "./verify";
 

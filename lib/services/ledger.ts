@@ -1,7 +1,6 @@
 import { ParleyError } from "../errors";
 import {
-  applyLedgerEvent, contextHash, decideRevision, emptyLedger, isOwner, quorumOf, sealOf,
-  type Author, type Discrepancy, type Handshake, type Ledger, type Thread,
+  contextHash, decideRevision, isOwner, sealOf, type Author, type Discrepancy, type Handshake, type Thread,
 } from "../domain/ledger";
 import { hexToBytes, utf8 } from "../log/bytes";
 import { agentEnvelope, type EventSig } from "../log/event";
@@ -9,31 +8,10 @@ import type { HandshakeInput, OpenThreadInput, ResolveInput, ReviseThreadInput }
 import type { Revision } from "../domain/ledger";
 import type { RoomRow, StoreReader } from "../store/types";
 import type { Services } from "./context";
-import { appendEvent, definedFields, eventFromRow, write, type NewEvent, type Receipt, type Tx } from "./events";
+import { appendEvent, definedFields, write, type Receipt, type Tx } from "./events";
 import { parseRoomId, parseSeqId, requireOpenRoom, requireOwner, requireRoom } from "./access";
+import { roomQuorum } from "./projector";
 import { signedWrite } from "./signatures";
-
-/** The quorum the room was created with, as the log records it (what the verifier replays with). */
-async function roomQuorum(reader: Pick<StoreReader, "listEvents">, room: RoomRow): Promise<number> {
-  const created = (await reader.listEvents(room.uuid, 0, 1))[0];
-  return quorumOf(created && eventFromRow(created));
-}
-
-/**
- * Appends a ledger event and writes the projections it changes: the reducer is applied to the
- * part of the ledger the event touches (the same reducer the verifier replays over the log).
- */
-export async function appendLedgerEvent(svc: Services, tx: Tx, room: RoomRow, event: NewEvent, part: Partial<Ledger>, openerKey: string | null = null) {
-  const appended = await appendEvent(svc, tx, room, event);
-  const ledger: Ledger = { ...emptyLedger(), ...structuredClone(part) };
-  const before = { revisions: ledger.revisions.length, handshakes: ledger.handshakes.length };
-  applyLedgerEvent(ledger, appended.event, await roomQuorum(tx, room));
-  for (const t of ledger.threads) await tx.saveThread(room.uuid, t, openerKey);
-  for (const r of ledger.revisions.slice(before.revisions)) await tx.insertRevision(room.uuid, r);
-  for (const d of ledger.discrepancies) await tx.saveDiscrepancy(room.uuid, d);
-  for (const h of ledger.handshakes.slice(before.handshakes)) await tx.insertHandshake(room.uuid, h);
-  return { appended, ledger };
-}
 
 async function requireMessage(tx: Pick<StoreReader, "hasMessage">, room: string, id: number | undefined): Promise<void> {
   if (id !== undefined && !(await tx.hasMessage(room, id))) throw new ParleyError("validation_error", `source_msg_id: no message with id ${id} in this room.`);
@@ -59,7 +37,8 @@ export function openThread(svc: Services, rawRoomId: string, input: OpenThreadIn
     const room = await requireOpenRoom(svc, id, tx);
     await requireMessage(tx, room.uuid, input.source_msg_id);
     const sig = await signedWrite(svc, tx, room, "thread.opened", input.opened_by, payload, input.sig);
-    const { appended, ledger } = await appendLedgerEvent(svc, tx, room, { type: "thread.opened", actor: input.opened_by, payload, sig }, {}, sig?.pubkey_hex ?? null);
+    const appended = await appendEvent(svc, tx, room, { type: "thread.opened", actor: input.opened_by, payload, sig }, { openerKey: sig?.pubkey_hex ?? null });
+    const ledger = appended.projected.ledger!;
     return { ...ledger.threads[0]!, revisions: ledger.revisions, receipt: appended.receipt };
   });
 }
@@ -79,8 +58,8 @@ export function reviseThread(svc: Services, rawRoomId: string, rawThreadId: stri
     const decision = decideRevision(thread, openerKey, input.kind, authorFrom(input.agent_id, sig));
     if (!decision.ok) throw new ParleyError(decision.code, decision.detail);
     if (decision.effect === "none") return { ...thread, revisions: await tx.listRevisions(room.uuid, thread.id) };
-    const { appended, ledger } = await appendLedgerEvent(svc, tx, room, { type: "thread.revised", actor: input.agent_id, payload, sig }, { threads: [thread] }, openerKey);
-    const revised = ledger.threads[0]!;
+    const appended = await appendEvent(svc, tx, room, { type: "thread.revised", actor: input.agent_id, payload, sig }, { ledger: { threads: [thread] }, openerKey });
+    const revised = appended.projected.ledger!.threads[0]!;
     let receipt = appended.receipt;
     if (thread.status === "agreed" && revised.status === "disputed") {
       receipt = (await recordDiscrepancy(svc, tx, appended.room, {
@@ -94,7 +73,7 @@ export function reviseThread(svc: Services, rawRoomId: string, rawThreadId: stri
 
 /** A discrepancy the service records (a contradiction of an agreed thread, or found by the arbiter). */
 export async function recordDiscrepancy(svc: Services, tx: Tx, room: RoomRow, d: { description: string; severity: Discrepancy["severity"]; thread_id?: number; source_msg_id?: number }, actor = "server") {
-  return (await appendLedgerEvent(svc, tx, room, { type: "discrepancy.recorded", actor, payload: definedFields(d) }, {})).appended;
+  return appendEvent(svc, tx, room, { type: "discrepancy.recorded", actor, payload: definedFields(d) });
 }
 
 export async function getThread(svc: Services, rawRoomId: string, rawThreadId: string): Promise<ThreadView> {
@@ -124,7 +103,7 @@ async function buildContext(svc: Services, room: RoomRow) {
     discrepancies: await svc.store.listDiscrepancies(room.uuid),
     context_hash: hash,
     sealed: sealOf(threads, await svc.store.listHandshakes(room.uuid), hash),
-    agree_quorum: await roomQuorum(svc.store, room),
+    agree_quorum: await roomQuorum(svc.store, room.uuid),
     last_extracted_msg_id: room.arbiterWatermark,
     arbiter_active: room.protocolMode === "premium" && svc.config.arbiterConfigured,
     last_extraction_error: room.lastExtractionError,
@@ -164,7 +143,8 @@ export function handshake(svc: Services, rawRoomId: string, input: HandshakeInpu
     }
     const payload = { context_hash: current };
     const sig = await signedWrite(svc, tx, room, "handshake.signed", input.agent_id, payload, input.sig);
-    const { appended, ledger } = await appendLedgerEvent(svc, tx, room, { type: "handshake.signed", actor: input.agent_id, payload, sig }, {});
+    const appended = await appendEvent(svc, tx, room, { type: "handshake.signed", actor: input.agent_id, payload, sig });
+    const ledger = appended.projected.ledger!;
     return {
       handshake: withSignatureValidity(svc, room.uuid, ledger.handshakes[0]!),
       context_hash: current,
@@ -212,8 +192,8 @@ export function resolveDiscrepancy(svc: Services, rawRoomId: string, rawId: stri
       if (!related || !isOwner(related.thread, related.openerKey, authorFrom(input.agent_id, sig))) throw new ParleyError("not_owner", "Only the related thread's owner or the room owner may resolve this discrepancy.");
       actor = input.agent_id;
     }
-    const { appended, ledger } = await appendLedgerEvent(svc, tx, room, { type: "discrepancy.resolved", actor, payload, sig }, { discrepancies: [d] });
-    return { ...ledger.discrepancies[0]!, receipt: appended.receipt as Receipt | null };
+    const appended = await appendEvent(svc, tx, room, { type: "discrepancy.resolved", actor, payload, sig }, { ledger: { discrepancies: [d] } });
+    return { ...appended.projected.ledger!.discrepancies[0]!, receipt: appended.receipt as Receipt | null };
   });
 }
 

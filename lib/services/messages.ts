@@ -1,31 +1,14 @@
 import { ParleyError } from "../errors";
-import { messageFromEvent, type Message } from "../domain/message";
+import type { Message } from "../domain/message";
 import { agentKey } from "../domain/names";
-import { SERVICE_ACTORS } from "../domain/room";
 import type { EventSig } from "../log/event";
 import type { PostMessageInput, ReadMessagesInput } from "../schemas/messages";
-import type { MessageRow, RoomRow } from "../store/types";
+import { messageFromRow } from "../store/rows";
+import type { RoomRow } from "../store/types";
 import type { Caller, Services } from "./context";
 import { appendEvent, queuedWrite, type Receipt, type Tx } from "./events";
 import { parseRoomId, requireOpenRoom, requireRoom, requireTurnToPost } from "./access";
 import { checkAgentSignature, type SignatureInput } from "./signatures";
-
-export function messageFromRow(row: MessageRow): Message {
-  return {
-    id: row.seq,
-    agent_id: row.agentId,
-    text: row.text,
-    timestamp: row.ts,
-    reply_to: row.replyTo,
-    auth: row.auth as Message["auth"],
-    key_ref: row.keyRef,
-    pubkey_hex: row.pubkeyHex,
-    signature_hex: row.signatureHex,
-    ts_iso: row.tsIso,
-    memory_root: row.memoryRoot,
-    hash: row.hash,
-  };
-}
 
 function signatureOf(input: PostMessageInput): SignatureInput | undefined {
   if (input.sig) return { kind: "v1", ...input.sig };
@@ -68,7 +51,7 @@ export async function postMessage(svc: Services, caller: Caller, rawRoomId: stri
 }
 
 /**
- * Appends a message.posted event and its row, and moves the room's counters: the one
+ * Appends a message.posted event (the projector writes its row and the room's counters): the one
  * place a message is written (agents' posts, turn replies, the server's and the owner's notes).
  * 429 room_full at the cap. Runs inside a write transaction.
  */
@@ -76,29 +59,8 @@ export async function appendMessage(svc: Services, tx: Tx, room: RoomRow, actor:
   if (room.messageCount >= svc.config.roomMessageCap) {
     throw new ParleyError("room_full", `This room holds its maximum of ${svc.config.roomMessageCap} messages. Stop posting; create a new room to continue.`);
   }
-  // The service's own notes (kickoff card, moderator) do not count as an agent of the room.
-  const isNewAgent = !SERVICE_ACTORS.has(actor) && (await tx.addAgent(room.uuid, agentKey(actor), room.headSize + 1));
-  const appended = await appendEvent(svc, tx, room, { type: "message.posted", actor, payload, sig }, {
-    messageCount: room.messageCount + 1,
-    agentCount: room.agentCount + (isNewAgent ? 1 : 0),
-  });
-  const message = messageFromEvent(appended.event, appended.leafHash);
-  await tx.insertMessage({
-    room: room.uuid,
-    seq: message.id,
-    agentId: message.agent_id,
-    text: message.text,
-    ts: message.timestamp,
-    replyTo: message.reply_to,
-    auth: message.auth,
-    keyRef: message.key_ref,
-    pubkeyHex: message.pubkey_hex,
-    signatureHex: message.signature_hex,
-    tsIso: message.ts_iso,
-    memoryRoot: message.memory_root,
-    hash: message.hash,
-  });
-  return { message, appended };
+  const appended = await appendEvent(svc, tx, room, { type: "message.posted", actor, payload, sig });
+  return { message: appended.projected.message!, appended };
 }
 
 export interface MessagePage {

@@ -70,7 +70,7 @@ export async function createRoom(svc: Services, caller: Caller, input: CreateRoo
     };
     await tx.insertRoom(row);
     const created = await appendEvent(svc, tx, row, { type: "room.created", actor: "server", payload, server: { expires_at: expires, agree_quorum: svc.config.agreeQuorum } });
-    if (turns) await startTurns(svc, tx, created.room, created.event, turns);
+    if (turns) await startTurns(svc, tx, created, turns);
     return created;
   });
   return {
@@ -135,7 +135,7 @@ async function setRoomStatus(svc: Services, caller: Caller, rawId: string, beare
     if (!closed && (turnsStatus === "completed" || turnsStatus === "cancelled")) {
       throw new ParleyError("room_closed", `This turns room is ${turnsStatus}: it stays read-only for good. Create a new room to go on.`);
     }
-    const appended = await appendEvent(svc, tx, room, { type, actor: "owner", payload: {} }, { status: closed ? "closed" : "open" });
+    const appended = await appendEvent(svc, tx, room, { type, actor: "owner", payload: {} });
     return { ...roomInfo(svc, caller, appended.room), receipt: appended.receipt as Receipt | null };
   });
 }

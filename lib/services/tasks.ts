@@ -4,12 +4,14 @@
  * replays the same reducer). The transaction holds the room's lock (across instances on
  * PostgreSQL), so a claim that finds the task open inside it is the only winner.
  */
+import { eventFromRow } from "../store/rows";
 import crypto from "node:crypto";
 import { ParleyError } from "../errors";
 import {
-  HANDOFF_WINDOW_S_DEFAULT, LEASE_S_DEFAULT, LOST_AFTER_INTERVALS, agentStatus, applyTaskEvent, decideClaim, emptyBoard, pickNext,
+  HANDOFF_WINDOW_S_DEFAULT, LEASE_S_DEFAULT, LOST_AFTER_INTERVALS, agentStatus, decideClaim, pickNext,
   publicTask, taskIdOf, TERMINAL_STATUSES, type Board, type BoardAgent, type Task, type TaskState, type TaskStatus,
 } from "../domain/tasks";
+import type { EventType } from "../domain/catalogue";
 import { isExpired } from "../domain/room";
 import { sameAgent } from "../domain/names";
 import type { EventSig } from "../log/event";
@@ -19,7 +21,7 @@ import type {
 } from "../schemas/tasks";
 import type { RoomRow, StoreReader } from "../store/types";
 import { ALL, isoNow, type Services } from "./context";
-import { appendEvent, definedFields, eventFromRow, txAfter, write, type NewEvent, type Receipt, type Tx } from "./events";
+import { appendEvent, definedFields, txAfter, write, type NewEvent, type Receipt, type Tx } from "./events";
 import { hashToken, parseRoomId, parseSeqId, requireOpenRoom, requireOwner, requireRoom, tokenMatches } from "./access";
 import { pinnedKey, signedWrite } from "./signatures";
 
@@ -28,17 +30,10 @@ const NEXT_PAGE = 8;
 
 const heartbeatMs = (svc: Services) => svc.config.agentHeartbeatS * 1000;
 
-/**
- * Appends a board event and writes the projections it changes: the reducer is applied to the part
- * of the board the event touches (the same reducer the verifier replays over the log).
- */
-export async function appendTaskEvent(svc: Services, tx: Tx, room: RoomRow, event: NewEvent, part: Partial<Board>) {
-  const appended = await appendEvent(svc, tx, room, event);
-  const board: Board = { ...emptyBoard(), ...structuredClone(part) };
-  applyTaskEvent(board, appended.event);
-  for (const t of board.tasks) await tx.saveTask(room.uuid, t);
-  for (const a of board.agents) await tx.saveBoardAgent(room.uuid, a);
-  return { appended, board };
+/** Appends a board event; the projector applies it to the part of the board given (what the caller loaded). */
+async function appendTaskEvent(svc: Services, tx: Tx, room: RoomRow, event: NewEvent, board: Partial<Board>) {
+  const appended = await appendEvent(svc, tx, room, event, { board });
+  return { appended, board: appended.projected.board! };
 }
 
 const taskView = publicTask;
@@ -198,7 +193,7 @@ function leasedWrite(
   rawRoomId: string,
   rawTaskId: string,
   input: LeasedInput,
-  type: string,
+  type: EventType,
   fields: Record<string, unknown>,
   server: (task: TaskState, tx: Tx) => Record<string, unknown> = () => ({}),
 ) {

@@ -6,23 +6,24 @@
  * PostgreSQL), so of two concurrent claims the first one makes the lease and the second one finds
  * it (and gets the same token). Reads never write: a turn past its deadline is the timer's to skip.
  */
+import { messageFromRow } from "../store/rows";
 import crypto from "node:crypto";
 import { ParleyError } from "../errors";
 import type { Message } from "../domain/message";
 import {
-  applyTurnEvent, deadlineOf, healthAlerts, INPUT_MESSAGES_MAX, isOpenTurn, participant, planAfterTurn, planKickoff, planResume,
+  deadlineOf, healthAlerts, INPUT_MESSAGES_MAX, isOpenTurn, participant, planAfterTurn, planKickoff, planResume,
   publicTurn, resumeRefusal, TERMINAL_TURNS_STATUSES, type Outcome, type Step, type TurnsConfig, type TurnsProjection,
   type TurnsRoom, type TurnState,
 } from "../domain/turns";
 import { isExpired } from "../domain/room";
 import { sameAgent } from "../domain/names";
-import type { EventSig, LogEvent } from "../log/event";
+import type { EventSig } from "../log/event";
 import type { ClaimTurnInput, MyTurnInput, ReplyTurnInput, SkipTurnInput } from "../schemas/turns";
 import { turnsProtocolCard } from "../instructions/turns";
 import type { RoomRow, StoreReader } from "../store/types";
 import { isoNow, type Caller, type Services } from "./context";
 import { appendEvent, txAfter, write, type Appended, type NewEvent, type Receipt, type Tx } from "./events";
-import { appendMessage, messageFromRow, takePostBudget } from "./messages";
+import { appendMessage, takePostBudget } from "./messages";
 import {
   hashToken, parseRoomId, parseSeqId, requireOpenRoom, requireOwner, requireParticipant, requireRoom, requireTurnsRoom, tokenMatches,
 } from "./access";
@@ -62,18 +63,14 @@ async function loadProjection(reader: StoreReader, room: RoomRow, ...turns: Turn
 
 // ---- writing ----
 
-/** Appends events in order and writes the projections they change. Completed and cancelled rooms become read-only. */
+/** Appends events in order; the projector applies each to `proj` (in place) and writes it. */
 async function appendTurnEvents(svc: Services, tx: Tx, room: RoomRow, proj: TurnsProjection, events: NewEvent[]): Promise<{ room: RoomRow; appended: Appended[] }> {
   const appended: Appended[] = [];
   for (const event of events) {
-    const ends = event.type === "room.completed" || event.type === "room.cancelled";
-    const a = await appendEvent(svc, tx, room, event, ends ? { status: "closed" } : {});
-    applyTurnEvent(proj, a.event);
+    const a = await appendEvent(svc, tx, room, event, { turns: proj });
     appended.push(a);
     room = a.room;
   }
-  await tx.saveTurnsRoom(room.uuid, proj.room!);
-  for (const t of proj.turns) await tx.saveTurn(room.uuid, t);
   return { room, appended };
 }
 
@@ -81,8 +78,9 @@ const serverEvents = (steps: Step[], first?: { actor: string; sig?: EventSig }):
   steps.map((s, i) => ({ ...s, actor: i === 0 && first ? first.actor : "server", ...(i === 0 && first?.sig ? { sig: first.sig } : {}) }));
 
 /** Inside createRoom's transaction: the kickoff protocol card, then the first turn. */
-export async function startTurns(svc: Services, tx: Tx, room: RoomRow, created: LogEvent, config: TurnsConfig): Promise<void> {
-  const proj = applyTurnEvent({ room: null, turns: [] }, created);
+export async function startTurns(svc: Services, tx: Tx, created: Appended, config: TurnsConfig): Promise<void> {
+  const proj = created.projected.turns!;
+  const room = created.room;
   const card = await appendMessage(svc, tx, room, "server", { text: turnsProtocolCard(config, room.uuid), kickoff: true });
   await appendTurnEvents(svc, tx, card.appended.room, proj, serverEvents(planKickoff(proj, tx.now)));
 }

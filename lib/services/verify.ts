@@ -1,3 +1,4 @@
+import { eventFromRow, messageFromRow } from "../store/rows";
 import { ParleyError } from "../errors";
 import type { Projections } from "../domain/replay";
 import { publicTask } from "../domain/tasks";
@@ -8,8 +9,6 @@ import { BUNDLE_FORMAT, verifyBundle, type RoomBundle, type VerifyReport } from 
 import type { Message } from "../domain/message";
 import type { RoomRow, StoreReader } from "../store/types";
 import { ALL, type Services } from "./context";
-import { eventFromRow } from "./events";
-import { messageFromRow } from "./messages";
 import { requireRoom } from "./access";
 import { ed25519VerifyAsync } from "./server-key";
 

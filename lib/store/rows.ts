@@ -1,7 +1,10 @@
 // Row mappers shared by both backends: the tables have the same columns in SQLite and PostgreSQL,
 // read back under the same (camelCase) names, with JSON kept as text.
 import type { Auth, Discrepancy, Handshake, Revision, RevisionKind, Thread, ThreadStatus } from "../domain/ledger";
+import type { Message } from "../domain/message";
 import type { BoardAgent, TaskState, TaskStatus } from "../domain/tasks";
+import type { EventSig, LogEvent } from "../log/event";
+import type { EventRow, MessageRow } from "./repository";
 import { deadlineOf, type TurnState, type TurnStatus, type TurnsRoom, type TurnsStatus } from "../domain/turns";
 
 export interface RevisionRow { id: number; threadId: number; kind: string; value: string; authorAgentId: string; auth: string; via: string; sourceMsgId: number | null; quote: string | null; createdAt: string }
@@ -127,4 +130,72 @@ export function turnsRoomRow(r: TurnsRoom): TurnsRoomRow {
 export function turnRow(t: TurnState): TurnRow {
   const { agent_id, status, lease_hash, ...rest } = t;
   return { id: t.id, agentId: agent_id, status, deadline: deadlineOf(t), leaseHash: lease_hash, data: JSON.stringify(rest) };
+}
+
+// ---- events and messages ----
+
+export function eventToRow(event: LogEvent, leafHash: string, checkpoint: string): EventRow {
+  return {
+    room: event.room,
+    seq: event.seq,
+    ts: event.ts,
+    type: event.type,
+    actor: event.actor,
+    payload: JSON.stringify(event.payload),
+    server: JSON.stringify(event.server),
+    prev: event.prev,
+    sig: event.sig ? JSON.stringify(event.sig) : null,
+    leafHash,
+    checkpoint,
+  };
+}
+
+export function eventFromRow(row: EventRow): LogEvent {
+  return {
+    v: 1,
+    room: row.room,
+    seq: row.seq,
+    ts: row.ts,
+    type: row.type,
+    actor: row.actor,
+    payload: JSON.parse(row.payload) as Record<string, unknown>,
+    server: JSON.parse(row.server) as Record<string, unknown>,
+    prev: row.prev,
+    ...(row.sig ? { sig: JSON.parse(row.sig) as EventSig } : {}),
+  };
+}
+
+export function messageFromRow(row: MessageRow): Message {
+  return {
+    id: row.seq,
+    agent_id: row.agentId,
+    text: row.text,
+    timestamp: row.ts,
+    reply_to: row.replyTo,
+    auth: row.auth as Message["auth"],
+    key_ref: row.keyRef,
+    pubkey_hex: row.pubkeyHex,
+    signature_hex: row.signatureHex,
+    ts_iso: row.tsIso,
+    memory_root: row.memoryRoot,
+    hash: row.hash,
+  };
+}
+
+export function messageToRow(room: string, message: Message): MessageRow {
+  return {
+    room,
+    seq: message.id,
+    agentId: message.agent_id,
+    text: message.text,
+    ts: message.timestamp,
+    replyTo: message.reply_to,
+    auth: message.auth,
+    keyRef: message.key_ref,
+    pubkeyHex: message.pubkey_hex,
+    signatureHex: message.signature_hex,
+    tsIso: message.ts_iso,
+    memoryRoot: message.memory_root,
+    hash: message.hash,
+  };
 }

@@ -1,8 +1,8 @@
+import { eventFromRow } from "../../lib/store/rows";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startApi, withApi, type TestApi } from "../helpers/server";
 import { waitUntil } from "../helpers/wait";
-import { eventFromRow } from "../../lib/services/events";
 import { eventLeafHash, ZERO_HASH_HEX } from "../../lib/log/event";
 import { base64ToBytes, bytesToHex, hexToBytes, utf8 } from "../../lib/log/bytes";
 import { rootOf } from "../../lib/log/merkle";
