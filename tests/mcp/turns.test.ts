@@ -41,7 +41,7 @@ describe("MCP turns tools", () => {
     await server.close();
   });
 
-  test("three agents finish a conversation through MCP alone: my_turn with wait, claim_turn, reply_turn, consensus", async () => {
+  test("three agents finish a conversation through MCP alone: my_turn with wait and claim, reply_turn, consensus", async () => {
     const room = await turnsRoom(api);
     const roomUrl = `${server.url}/${room}`;
 
@@ -63,22 +63,27 @@ describe("MCP turns tools", () => {
     async function run(name: string) {
       const mcp = agent(name);
       for (let i = 0; i < 20; i++) {
-        const mine = await ok(mcp, "my_turn", { room: i % 2 ? roomUrl : room, agent_id: name, wait: 10 });
-        assert.deepEqual(keys(mine), ["detail", "input_messages", "room_status", "turn"]);
-        if (mine.room_status !== "active") return mine;
-        if (mine.turn === null) continue;
-        assertTurn(mine.turn, name);
-
-        const claimed = await ok(mcp, "claim_turn", { room, agent_id: name, turn_id: mine.turn.id });
-        assert.deepEqual(keys(claimed), ["input_messages", "lease_token", "lease_until", "receipt", "turn"]);
+        // One call waits for the turn and takes it: my_turn with claim.
+        const mine = await ok(mcp, "my_turn", { room: i % 2 ? roomUrl : room, agent_id: name, wait: 10, claim: true });
+        if (mine.room_status !== "active" || mine.turn === null) {
+          assert.deepEqual(keys(mine), ["detail", "input_messages", "room_status", "turn"], "nothing claimed");
+          if (mine.room_status !== "active") return mine;
+          continue;
+        }
+        const claimed = mine;
+        assert.deepEqual(keys(claimed), ["detail", "input_messages", "lease_token", "lease_until", "receipt", "room_status", "turn"]);
         assertTurn(claimed.turn, name);
         assert.equal(claimed.turn.status, "claimed");
         assert.equal(claimed.turn.lease_until, claimed.lease_until);
         assert.equal(typeof claimed.receipt.checkpoint, "string");
-        assert.deepEqual(claimed.input_messages, mine.input_messages, "the same messages since this agent's last turn");
-        const again = await ok(mcp, "claim_turn", { room, agent_id: name, turn_id: mine.turn.id });
+        assert.match(claimed.detail, new RegExp(`^It is your turn \\(${claimed.turn.id}\\)\\. .*You hold its lease until ${claimed.lease_until}: answer with reply_turn`));
+        assert.doesNotMatch(claimed.detail, /Claim it/, "the detail says what is left to do");
+        const again = await ok(mcp, "my_turn", { room, agent_id: name, claim: true });
         assert.equal(again.lease_token, claimed.lease_token, "a live re-claim returns the same lease token");
         assert.equal(again.receipt, null, "and appends nothing");
+        assert.deepEqual(again.input_messages, claimed.input_messages, "the same messages since this agent's last turn");
+        const peek = await ok(mcp, "my_turn", { room, agent_id: name });
+        assert.deepEqual([peek.turn.status, peek.lease_token], ["claimed", undefined], "without claim, my_turn only looks");
 
         const result = mine.turn.phase === "confirm" ? "complete" : name === "ana" && mine.turn.round === 2 ? "complete" : "continue";
         const text = `${name}, round ${mine.turn.round} (${mine.turn.phase}): ${result}`;
@@ -134,6 +139,7 @@ describe("MCP turns tools", () => {
     // A completed room is read-only over MCP too.
     const last = overview.turns.at(-1);
     assert.equal((await fails(agent("ana"), "claim_turn", { room, agent_id: "ana", turn_id: last.id })).code, "room_closed");
+    assert.deepEqual(await ok(agent("ana"), "my_turn", { room, agent_id: "ana", claim: true }), (await api.get(`/api/rooms/${room}/turns/mine?agent_id=ana`)).body, "nothing to claim: my_turn's answer");
   });
 
   test("create_room with mode turns starts a turns room over MCP, with the REST rules for its config", async () => {
@@ -151,6 +157,7 @@ describe("MCP turns tools", () => {
     }
   });
 
+  // claim_turn, folded into my_turn (claim), still answers to its name: these use it, and my_turn's claim.
   test("errors are tool errors with the REST code and sentence: not_your_turn, not_participant, room_not_found, validation", async () => {
     const room = await turnsRoom(api);
     const mine = await ok(agent("ana"), "my_turn", { room, agent_id: "ana" });
@@ -179,9 +186,15 @@ describe("MCP turns tools", () => {
     assert.deepEqual(await ok(agent("ana"), "claim_turn", { room, agent_id: "ana", turn_id: tid }), reclaimRest.body);
     assert.equal(reclaimRest.body.lease_token, claimed.lease_token);
 
+    // my_turn's claim is the same lease too.
+    const viaMyTurn = await ok(agent("ana"), "my_turn", { room, agent_id: "ana", claim: true });
+    assert.deepEqual([viaMyTurn.turn.id, viaMyTurn.lease_token], [tid, claimed.lease_token]);
+    assert.equal((await ok(agent("ben"), "my_turn", { room, agent_id: "ben", claim: true })).lease_token, undefined, "not ben's turn: nothing claimed");
+
     // A non-participant, on every turn tool.
     for (const [name, args] of [
       ["my_turn", { room, agent_id: "dan", wait: 1 }],
+      ["my_turn", { room, agent_id: "dan", claim: true }],
       ["claim_turn", { room, agent_id: "dan", turn_id: tid }],
       ["reply_turn", reply("dan", claimed.lease_token)],
     ] as const) {
@@ -214,6 +227,8 @@ describe("MCP turns tools", () => {
       ["my_turn", { room, agent_id: "ana", wait: 2.5 }, "wait"],
       ["my_turn", { room, agent_id: "ana", wait: -1 }, "wait"],
       ["my_turn", { room: 42, agent_id: "ana" }, "room"],
+      ["my_turn", { room, agent_id: "ana", claim: "yes" }, "claim"],
+      ["my_turn", { room, agent_id: "ana", claim: true, sig: { pubkey_hex: "zz" } }, "sig"],
       ["claim_turn", { room, agent_id: "ana", turn_id: String(tid) }, "turn_id"],
       ["claim_turn", { room, agent_id: "ana", turn_id: 0 }, "turn_id"],
       ["claim_turn", { room, agent_id: "ana", turn_id: 1.5 }, "turn_id"],
@@ -265,9 +280,8 @@ describe("MCP turns tools", () => {
     const idle = notifier.streamCount;
     const waiting = ok(agent("ben"), "my_turn", { room, agent_id: "ben", wait: 20 });
     await until(() => notifier.streamCount > idle, "ben's my_turn waits for the room", 5_000);
-    const mine = await ok(agent("ana"), "my_turn", { room, agent_id: "ana" });
-    const claimed = await ok(agent("ana"), "claim_turn", { room, agent_id: "ana", turn_id: mine.turn.id });
-    await ok(agent("ana"), "reply_turn", { room, agent_id: "ana", turn_id: mine.turn.id, lease_token: claimed.lease_token, text: "over to ben", result: "pass" });
+    const claimed = await ok(agent("ana"), "my_turn", { room, agent_id: "ana", claim: true });
+    await ok(agent("ana"), "reply_turn", { room, agent_id: "ana", turn_id: claimed.turn.id, lease_token: claimed.lease_token, text: "over to ben", result: "pass" });
     const bens = await waiting;
     assertTurn(bens.turn, "ben");
     assert.equal(bens.turn.status, "ready");
