@@ -42,11 +42,14 @@ export function a2aKind(err: ParleyError): "not_found" | "unsupported" | "invali
 
 /**
  * A Parley error as a JSON-RPC error object: `message` is the REST `detail`, `data[0]` a
- * google.rpc.ErrorInfo whose `metadata.code` is the REST `code` (and `metadata.retry_after` the
- * seconds of Retry-After), plus a google.rpc.RetryInfo when there is a wait.
+ * google.rpc.ErrorInfo whose `metadata.code` is the REST `code` (with the REST body's other
+ * members, and `metadata.retry_after` the seconds of Retry-After), plus a google.rpc.RetryInfo
+ * when there is a wait.
  */
 export function parleyRpcError(err: ParleyError): JsonRpcErrorObject {
   const metadata: Record<string, string> = { code: err.code };
+  // The REST body's extra members (secret_detected: kind, field, offset); ErrorInfo metadata values are strings.
+  for (const [key, value] of Object.entries(err.extra.fields ?? {})) metadata[key] = String(value);
   if (err.extra.retryAfter !== undefined) metadata.retry_after = String(err.extra.retryAfter);
   const options = { message: err.detail, metadata };
   const kind = a2aKind(err);

@@ -37,7 +37,7 @@ function send(texts: string[], metadata?: Record<string, unknown>) {
 const textOf = (m: Message | undefined) => (m?.parts[0]?.content?.$case === "text" ? m.parts[0].content.value : undefined);
 
 /** The JSON-RPC code and the Parley code a rejected SDK call carried. */
-async function rpcError(call: Promise<unknown>): Promise<{ code: number; parley?: string; retryAfter?: string; message: string }> {
+async function rpcError(call: Promise<unknown>): Promise<{ code: number; parley?: string; retryAfter?: string; metadata?: Record<string, string>; message: string }> {
   try {
     await call;
   } catch (err) {
@@ -45,7 +45,8 @@ async function rpcError(call: Promise<unknown>): Promise<{ code: number; parley?
     const code = e.envelopeCode ?? e.errorResponse?.error.code;
     const data = (e.data ?? e.errorResponse?.error.data) as { metadata?: Record<string, string> }[] | undefined;
     assert.equal(typeof code, "number", `a JSON-RPC error, not ${String(err)}`);
-    return { code: code!, parley: data?.[0]?.metadata?.code, retryAfter: data?.[0]?.metadata?.retry_after, message: e.message };
+    const metadata = data?.[0]?.metadata;
+    return { code: code!, parley: metadata?.code, retryAfter: metadata?.retry_after, metadata, message: e.message };
   }
   throw new Error("the call succeeded");
 }
@@ -180,6 +181,9 @@ describe("SendMessage", () => {
     const file = { ...send(["x"], { agent_id: "ann" }) };
     file.message.parts.push({ content: { $case: "url", value: "https://example.com/a.png" } as never, metadata: undefined, filename: "a.png", mediaType: "image/png" });
     assert.equal((await rpcError(client.sendMessage(file))).code, -32005, "a part that is not text is refused, not dropped");
+    // Secret screening applies as on REST: 422 secret_detected, with the kind and where it is.
+    const secret = await rpcError(client.sendMessage(send(["my key:", `${"gh"}p_${"a1B2c3D4e5".repeat(3)}abcdef`], { agent_id: "ann" })));
+    assert.deepEqual([secret.code, secret.parley, secret.metadata?.kind, secret.metadata?.field, secret.metadata?.offset], [-32602, "secret_detected", "github_token", "text", "8"]);
     assert.equal(await head(f.api, room.uuid), size, "nothing was written");
   });
 
