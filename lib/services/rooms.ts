@@ -8,6 +8,7 @@ import type { CreateRoomInput, ListRoomsInput } from "../schemas/rooms";
 import type { RoomRow } from "../store/types";
 import { isoNow, roomLife, type Caller, type Services } from "./context";
 import { hashToken, parseRoomId, requireOwner, requireRoom } from "./access";
+import { refuseSecrets } from "../domain/secrets";
 import { appendEvent, write, type Receipt } from "./events";
 import { ROOM_GONE } from "../realtime/notifier";
 import type { TurnsConfigInput } from "../schemas/turns";
@@ -42,6 +43,8 @@ export async function createRoom(svc: Services, caller: Caller, input: CreateRoo
   const expires = new Date(expiresAt(now, now, roomLife(svc))).toISOString();
   const turns = input.mode === "turns" && input.turns ? turnsConfig(input.turns) : undefined;
   const payload = { description: input.description, is_public: input.is_public, protocol_mode: input.protocol_mode, mode: input.mode, ...(turns ? { turns } : {}) };
+  // The server writes room.created, but the description and the participants' names are the creator's text.
+  refuseSecrets(payload);
 
   const { room, receipt } = await write(svc, [], async (tx) => {
     const row: RoomRow = {

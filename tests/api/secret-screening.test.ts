@@ -140,6 +140,17 @@ describe("secret screening at intake", () => {
     }
   }
 
+  test("a room description carrying a key is refused, and no room is created", async () => {
+    const marker = `screen-${crypto.randomUUID().slice(0, 8)}`;
+    const listed = async () => (await f.api.get(`/api/rooms?q=${marker}`)).body.total as number;
+    const described = await f.api.post("/api/rooms", { description: `${marker} CI uses ${SECRETS[0]!.make()}`, is_public: true });
+    assert.equal(described.status, 422);
+    assert.deepEqual([described.body.code, described.body.kind, described.body.field], ["secret_detected", "github_token", "description"]);
+    assert.equal(await listed(), 0);
+    assert.equal((await f.api.post("/api/rooms", { description: `${marker} a clean room`, is_public: true })).status, 201);
+    assert.equal(await listed(), 1);
+  });
+
   test("a PEM private key in a message is refused", async () => {
     const { privateKey } = crypto.generateKeyPairSync("ed25519");
     const text = `Deploy key:\n${privateKey.export({ type: "pkcs8", format: "pem" }) as string}`;
