@@ -23,6 +23,8 @@ import { loadOrCreateServerKey } from "./lib/services/server-key";
 import { openPgStore } from "./lib/store/pg";
 import { openSqliteStore } from "./lib/store/sqlite";
 import { listenForCommits } from "./lib/realtime/pg-listen";
+import { webhookAppendHook } from "./lib/webhooks/outbox";
+import { deliverDue, pruneDeliveries, sweepNearExpiry } from "./lib/webhooks/worker";
 
 const ROOT = path.dirname(fileURLToPath(import.meta.url));
 const API_PATHS = /^\/(api(\/|$)|mcp(\/|$)|a2a(\/|$)|skill(\/|$)|parley-skill\.tar\.gz$|health$|metrics$|openapi\.json$|docs$|agents\.md$|llms\.txt$|\.well-known\/)/;
@@ -175,6 +177,8 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const store = config.databaseUrl ? await openPgStore(config.databaseUrl, { maxConnections: config.dbPoolSize }) : openSqliteStore(config.dataDir);
   const key = loadOrCreateServerKey(config.keyFile, config.keyName, config.keySeedHex);
   const svc = createServices(config, store, key, options.clock);
+  // The webhook outbox: every append writes its deliveries in its own transaction.
+  svc.appendHooks.push(webhookAppendHook(svc));
   setServices(svc);
   // Other instances' commits wake this one's readers (PostgreSQL only: SQLite is one process).
   const commits = config.databaseUrl
@@ -267,8 +271,13 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const stopSweeper = every(svc, "sweeper", config.sweepIntervalMs, async () => {
     await sweepExpiredRooms(svc);
     await sweepBoards(svc); // task board: lost agents and leases that ran out
+    await sweepNearExpiry(svc); // owners' alerts webhooks: rooms about to expire
+    await pruneDeliveries(svc);
     await svc.limiter.prune();
   });
+  // Webhook deliveries: due rows are claimed with a lease, so a run that outlives this job's lease
+  // on another instance still sends each delivery once; a restart resumes whatever was pending.
+  const stopWebhooks = every(svc, "webhooks", config.webhooks.intervalMs, () => deliverDue(svc));
   // Turn timeouts are seconds apart, so their timer is finer (an indexed query for due turns).
   const stopTurnTimer = every(svc, "turn-timer", config.turnSweepIntervalMs, () => sweepTurns(svc));
   // Premium rooms extract in the background (SPEC 5.3).
@@ -285,7 +294,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     server,
     stalls,
     async close() {
-      await Promise.all([stopSweeper(), stopTurnTimer()]);
+      await Promise.all([stopSweeper(), stopTurnTimer(), stopWebhooks()]);
       stalls.stop();
       await arbiter.stop();
       server.closeAllConnections();
@@ -304,6 +313,9 @@ if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.ar
     console.log(`Parley listening on ${config.publicUrl ?? running.url} (${data})`);
     const originNote = originWarning(running.svc.config);
     if (originNote) console.warn(originNote);
+    if (config.webhooks.allowPrivate) {
+      console.warn("PARLEY_WEBHOOK_ALLOW_PRIVATE=1: webhooks may be delivered to loopback and private addresses. Use it for tests and local development only.");
+    }
     const stop = () => void running.close().then(() => process.exit(0));
     process.on("SIGINT", stop);
     process.on("SIGTERM", stop);

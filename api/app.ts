@@ -17,6 +17,7 @@ import { roomRoutes } from "./routes/rooms";
 import { skillRoutes } from "./routes/skill";
 import { taskRoutes } from "./routes/tasks";
 import { turnRoutes } from "./routes/turns";
+import { webhookRoutes } from "./routes/webhooks";
 
 const MAX_BODY_BYTES = 64 * 1024;
 
@@ -72,6 +73,7 @@ export function createApiApp(svc: Services): Hono<Env> {
   ledgerRoutes(app, svc);
   taskRoutes(app, svc);
   turnRoutes(app, svc);
+  webhookRoutes(app, svc);
   arbiterRoutes(app, svc);
   mcpRoutes(app, svc);
   a2aRoutes(app, svc);

@@ -60,6 +60,14 @@ const schema = z.object({
   PARLEY_RATE_POSTS_PER_MINUTE: int(0, 1_000_000).default(120),
   PARLEY_RATE_AGENT_POSTS_PER_MINUTE: int(0, 1_000_000).default(30),
   PARLEY_RATE_REQUESTS_PER_MINUTE: int(0, 1_000_000).default(600),
+  PARLEY_RATE_WEBHOOKS_PER_HOUR: int(0, 1_000_000).default(20),
+  // Webhooks (README "Webhooks"): the worker's pace, the retry schedule, when a webhook is disabled.
+  PARLEY_WEBHOOK_ALLOW_PRIVATE: z.enum(["0", "1"], { error: "must be 0 or 1" }).default("0"),
+  PARLEY_WEBHOOK_INTERVAL: duration.default(1_000),
+  PARLEY_WEBHOOK_RETRY_BASE: duration.default(30_000),
+  PARLEY_WEBHOOK_MAX_ATTEMPTS: int(1, 20).default(8),
+  PARLEY_WEBHOOK_DISABLE_AFTER: int(1, 1_000).default(5),
+  PARLEY_WEBHOOK_EXPIRY_NOTICE: duration.default(3_600_000),
   // Slow and greedy clients (README "Configuration"): 0 turns a cap off.
   PARLEY_REQUEST_READ_TIMEOUT: duration.default(30_000),
   PARLEY_STALLED_STREAM_TIMEOUT: duration.default(30_000),
@@ -141,6 +149,21 @@ function arbiterProviders(e: z.infer<typeof schema>): ArbiterProvider[] {
   });
 }
 
+export interface WebhookConfig {
+  /** Deliveries may go to loopback and private addresses (tests, local development). */
+  allowPrivate: boolean;
+  /** How often the worker looks for due deliveries. */
+  intervalMs: number;
+  /** The first retry's delay; each further one doubles it (with jitter). */
+  retryBaseMs: number;
+  /** Attempts of a delivery before it is dead. */
+  maxAttempts: number;
+  /** Dead deliveries in a row that disable a webhook. */
+  disableAfter: number;
+  /** Alerts webhooks hear of a room's expiry this long before it. */
+  expiryNoticeMs: number;
+}
+
 export type Config = {
   port: number;
   host: string;
@@ -161,7 +184,8 @@ export type Config = {
   roomIdleTtlMs: number;
   roomMaxTtlMs: number;
   trustProxy: number;
-  rate: { roomsPerHour: number; postsPerMinute: number; agentPostsPerMinute: number; requestsPerMinute: number };
+  rate: { roomsPerHour: number; postsPerMinute: number; agentPostsPerMinute: number; requestsPerMinute: number; webhooksPerHour: number };
+  webhooks: WebhookConfig;
   /** A request whose headers and body are not all in after this long is closed (408). */
   requestReadTimeoutMs: number;
   /** A streamed response (SSE, export) whose client reads nothing for this long is dropped. */
@@ -218,6 +242,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       postsPerMinute: e.PARLEY_RATE_POSTS_PER_MINUTE,
       agentPostsPerMinute: e.PARLEY_RATE_AGENT_POSTS_PER_MINUTE,
       requestsPerMinute: e.PARLEY_RATE_REQUESTS_PER_MINUTE,
+      webhooksPerHour: e.PARLEY_RATE_WEBHOOKS_PER_HOUR,
+    },
+    webhooks: {
+      allowPrivate: e.PARLEY_WEBHOOK_ALLOW_PRIVATE === "1",
+      intervalMs: e.PARLEY_WEBHOOK_INTERVAL,
+      retryBaseMs: e.PARLEY_WEBHOOK_RETRY_BASE,
+      maxAttempts: e.PARLEY_WEBHOOK_MAX_ATTEMPTS,
+      disableAfter: e.PARLEY_WEBHOOK_DISABLE_AFTER,
+      expiryNoticeMs: e.PARLEY_WEBHOOK_EXPIRY_NOTICE,
     },
     requestReadTimeoutMs: e.PARLEY_REQUEST_READ_TIMEOUT,
     stalledStreamTimeoutMs: e.PARLEY_STALLED_STREAM_TIMEOUT,
