@@ -82,18 +82,20 @@ export async function connectModern(serverUrl: string, name = "parley-tests-2026
  * The SDK 1.x client over stdio, through mcp-remote (the bridge stdio-only MCP hosts use) to
  * `${serverUrl}/mcp`. `protocol` is mcp-remote's own mode towards the server: "legacy" forwards
  * the 2025 initialize, "auto" negotiates 2026-07-28 and translates. Its config (OAuth state,
- * which it never needs here) goes to `configDir`.
+ * which it never needs here) goes to `configDir`; what it logs (stderr) is `bridgeLog()`.
  */
-export async function connectThroughMcpRemote(serverUrl: string, configDir: string, protocol: "legacy" | "auto" = "legacy"): Promise<LegacyClient> {
+export async function connectThroughMcpRemote(serverUrl: string, configDir: string, protocol: "legacy" | "auto" = "legacy"): Promise<LegacyClient & { bridgeLog: () => string }> {
   const negotiated: { version?: string } = {};
-  const mcp = Object.assign(new Client({ name: "parley-tests-stdio", version: "1.0.0" }), { negotiated });
+  let log = "";
+  const mcp = Object.assign(new Client({ name: "parley-tests-stdio", version: "1.0.0" }), { negotiated, bridgeLog: () => log });
   const proxy = path.join(process.cwd(), "node_modules", "mcp-remote", "dist", "proxy.js");
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [proxy, `${serverUrl}/mcp`, "--transport", "http-only", "--protocol", protocol, "--silent"],
+    args: [proxy, `${serverUrl}/mcp`, "--transport", "http-only", "--protocol", protocol],
     env: { PATH: process.env.PATH ?? "", HOME: configDir, MCP_REMOTE_CONFIG_DIR: configDir },
     stderr: "pipe",
   });
+  transport.stderr?.on("data", (chunk: Buffer) => void (log += chunk.toString()));
   await mcp.connect(recordVersion(transport, negotiated));
   await mcp.listTools();
   return mcp;
