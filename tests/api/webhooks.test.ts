@@ -380,6 +380,23 @@ describe("owner alerts", () => {
     assert.deepEqual(rx.at("/turn-events").map((d) => d.headers["x-parley-event"]), ["room.blocked"], "the event itself, no alert");
   });
 
+  test("a submitted task tells the owner it awaits review", async () => {
+    const room = await f.api.room();
+    await register(room.uuid, "/review", { kind: "alerts" }, bearer(room.owner_token));
+    const task = (await f.api.post(`/api/rooms/${room.uuid}/tasks`, { agent_id: "boss", title: "Write the parser", reviewer: "rev" })).body.task;
+    assert.equal((await f.api.post(`/api/rooms/${room.uuid}/agents`, { agent_id: "worker", capabilities: [] })).status, 200);
+    const claim = await f.api.post(`/api/rooms/${room.uuid}/tasks/${task.id}/claim`, { agent_id: "worker" });
+    assert.equal(claim.status, 200, JSON.stringify(claim.body));
+    const submit = await f.api.post(`/api/rooms/${room.uuid}/tasks/${task.id}/submit`, { agent_id: "worker", lease_token: claim.body.lease_token, status: "completed", summary: "done" });
+    assert.equal(submit.status, 200, JSON.stringify(submit.body));
+    await arrived("/review", 1);
+    const [d] = rx.at("/review");
+    assert.equal(d!.headers["x-parley-event"], "alert.task_awaiting_review");
+    assert.equal(d!.body.alert.detail.task_id, task.id);
+    assert.equal(d!.body.alert.seq, submit.body.receipt.seq, "the alert names the event that raised it");
+    assert.match(d!.body.alert.summary, new RegExp(`Task ${task.id} was submitted by worker and awaits review`));
+  });
+
   test("near the message cap (90 %) the owner is told once, as JSON {room, url, alert}", async () => {
     const room = await f.api.room();
     await register(room.uuid, "/cap", { kind: "alerts" }, bearer(room.owner_token));
