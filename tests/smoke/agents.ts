@@ -85,7 +85,7 @@ try {
 
   // 7. The agreement goes into the ledger: A proposes it as a thread citing its message, B (signed)
   //    confirms it, both acknowledge the same context_hash, and the ledger is sealed.
-  const thread = await planner("open_thread", { room: room.uuid, opened_by: "planner", subject: "Release date of v2", value: "14 March (code freeze 5 March)", source_msg_id: a2.id, quote: "release v2 on 14 March" });
+  const thread = await planner("revise_thread", { room: room.uuid, kind: "propose", agent_id: "planner", subject: "Release date of v2", value: "14 March (code freeze 5 March)", source_msg_id: a2.id, quote: "release v2 on 14 March" });
   assert.equal(thread.status, "proposed");
   const confirmed = await builder(["revise", room.url, "--thread", String(thread.id), "--kind", "confirm", "--source", String(b2.id), "--quote", "Confirmed: freeze 5 March, release 14 March."]);
   assert.equal(confirmed.status, "agreed");
