@@ -1,6 +1,7 @@
 // The webhook use cases: register, read, list, delete. Registrations are rows of their own, never
 // log events: a webhook's URL and secret are not in the room's log, exports or public views.
 import crypto from "node:crypto";
+import { sameAgent } from "../domain/names";
 import { ParleyError } from "../errors";
 import { hashToken, parseRoomId, requireOwner, requireRoom, tokenMatches } from "../services/access";
 import type { Caller, Services } from "../services/context";
@@ -33,6 +34,9 @@ export async function checkWebhookUrl(svc: Services, raw: string): Promise<strin
   }
 }
 
+/** Both unset, or the same agent by its key. */
+const sameMentioning = (a: string | null, b: string | null) => a === b || sameAgent(a, b);
+
 const sameList = (a: readonly string[] | null, b: readonly string[] | null) =>
   a === b || (a !== null && b !== null && a.length === b.length && [...a].sort().join("\n") === [...b].sort().join("\n"));
 
@@ -58,7 +62,7 @@ export async function registerWebhook(svc: Services, caller: Caller, rawRoomId: 
     if (existing.length >= MAX_WEBHOOKS_PER_ROOM) {
       throw new ParleyError("too_many_webhooks", `This room already has ${MAX_WEBHOOKS_PER_ROOM} webhooks, the most it may have. Delete one (DELETE /api/rooms/${room.uuid}/webhooks/{wid} with its secret or the owner token) first.`);
     }
-    const twin = existing.find((w) => w.url === url && w.kind === input.kind && w.format === input.format && w.mentioning === mentioning && sameList(w.events, events));
+    const twin = existing.find((w) => w.url === url && w.kind === input.kind && w.format === input.format && sameMentioning(w.mentioning, mentioning) && sameList(w.events, events));
     if (twin) {
       throw new ParleyError("webhook_exists", "This room already has a webhook with this URL and these settings; it receives the same deliveries. Keep the secret you got for it, or delete it and register again.");
     }

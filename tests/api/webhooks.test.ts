@@ -214,13 +214,15 @@ describe("errors", () => {
     const wrongOwner = await post({ url: rx.url, kind: "alerts" }, bearer("not-the-owner-token"));
     assert.deepEqual([wrongOwner.status, wrongOwner.body.code], [403, "not_owner"]);
 
-    // At the limits: 2048 characters and 50 event types are accepted (these are 2 of the 10).
+    // At the limits: 2048 characters and 50 event types are accepted (2 of the 10).
     assert.equal((await post({ url: long(2048) })).status, 201);
     const fifty = await post({ url: rx.url, events: Array(50).fill("message.posted") });
     assert.equal(fifty.status, 201);
     assert.deepEqual(fifty.body.events, ["message.posted"], "repeats are kept once");
     await expect({ url: rx.url, events: ["message.posted"] }, 409, "webhook_exists", /already has a webhook with this URL/);
-    for (let i = 3; i <= 10; i++) assert.equal((await post({ url: `${rx.url}/n${i}` })).status, 201, `webhook ${i}`);
+    assert.equal((await post({ url: `${rx.url}/m`, mentioning: "Bob" })).status, 201);
+    await expect({ url: `${rx.url}/m`, mentioning: "BOB " }, 409, "webhook_exists"); // the same agent by its key
+    for (let i = 4; i <= 10; i++) assert.equal((await post({ url: `${rx.url}/n${i}` })).status, 201, `webhook ${i}`);
     await expect({ url: `${rx.url}/n11` }, 409, "too_many_webhooks", /already has 10 webhooks/);
     const listed = await f.api.get(hooks(room.uuid), bearer(room.owner_token));
     assert.equal(listed.body.webhooks.length, 10);
