@@ -266,6 +266,7 @@ export const ALL_TOOLS: ToolDef[] = [
       kind: z.enum(REVISION_KINDS),
       thread_id: id.optional().describe("Not with propose"),
       subject: openThreadBody.shape.subject.optional().describe("With propose"),
+      subject_key: openThreadBody.shape.subject_key,
       value: reviseThreadBody.shape.value.describe("With propose and update"),
     }),
     run(args, ctx) {
