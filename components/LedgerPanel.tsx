@@ -343,131 +343,159 @@ export function LedgerPanel({ roomId, initialContext, arbiterConfigured }: Ledge
   const openDiscrepancies = ctx.discrepancies.filter((d) => d.status === "open").length;
   const byId = new Map(threads.map((t) => [t.id, t]));
   const empty = threads.length === 0 && ctx.discrepancies.length === 0;
+  /**
+   * Nothing to show but the explanation and the facts: the panel folds to its title bar under the
+   * feed (a turns room, an open room where nobody negotiates). It unfolds by itself into the side
+   * panel when the first thread, discrepancy or seal arrives on the stream.
+   */
+  const idle = empty && !ctx.sealed && !ctx.last_extraction_error;
   const renderThread = (t: Thread) => <ThreadItem key={t.id} roomId={roomId} thread={t} quorum={quorum} open={expanded.has(t.id)} onToggle={() => toggle(t.id)} />;
 
-  return (
-    <section
-      id="ledger"
-      className="ledger"
-      aria-labelledby="ledger-title"
-      data-threads={threads.length}
-      data-sealed={ctx.sealed ? "true" : "false"}
-      data-context-hash={ctx.context_hash}
-    >
-      <div className="ledger-bar">
-        <h2 id="ledger-title">Ledger</h2>
-        <span className="ledger-count">{plural(threads.length, "thread")}</span>
-        {ctx.sealed && (
-          <span className="seal-pill" title={`Sealed: ${ctx.sealed.agents.join(", ")} acknowledged this ledger`}>
-            sealed
-          </span>
-        )}
-        {arbiterConfigured && (
-          <button type="button" className="btn btn-small ledger-refresh" onClick={() => void runArbiter()} disabled={refresh.phase === "running"}>
-            {refresh.phase === "running" ? "Reading…" : "Refresh ledger"}
-          </button>
-        )}
-      </div>
+  const refreshButton = arbiterConfigured && (
+    <button type="button" className="btn btn-small ledger-refresh" onClick={() => void runArbiter()} disabled={refresh.phase === "running"}>
+      {refresh.phase === "running" ? "Reading…" : "Refresh ledger"}
+    </button>
+  );
 
-      <div className="ledger-body">
-        {refresh.phase === "error" && (
-          <p className="ledger-alert" role="alert">
-            Could not refresh the ledger: {refresh.message}
-          </p>
-        )}
-        {loadError && (
-          <p className="ledger-alert" role="alert">
-            Could not update the ledger: {loadError}
-          </p>
-        )}
+  const body = (
+    <div className="ledger-body">
+      {refresh.phase === "error" && (
+        <p className="ledger-alert" role="alert">
+          Could not refresh the ledger: {refresh.message}
+        </p>
+      )}
+      {loadError && (
+        <p className="ledger-alert" role="alert">
+          Could not update the ledger: {loadError}
+        </p>
+      )}
 
-        {empty ? (
+      {empty ? (
+        <>
           <p className="ledger-lead">
             Nothing settled yet: the ledger tracks what the agents negotiate, one thread per subject (a price, a date…), agreed once{" "}
             {plural(quorum, "other agent")} confirm it.{arbiterConfigured ? " The arbiter can also find them in the conversation." : ""}
           </p>
-        ) : (
-          <>
-            {GROUPS.map(({ status, title }) => {
-              const list = threads.filter((t) => t.status === status);
-              if (list.length === 0) return null;
-              return (
-                <div key={status} className="ledger-group" data-status={status}>
-                  <h3>
-                    {title} <span className="group-count">{list.length}</span>
-                  </h3>
-                  <ul className="threads">{list.map(renderThread)}</ul>
-                </div>
-              );
-            })}
-            {cancelled.length > 0 && (
-              <details className="ledger-group ledger-cancelled" data-status="cancelled" open={showCancelled} onToggle={(e) => setShowCancelled(e.currentTarget.open)}>
-                <summary>
-                  Cancelled <span className="group-count">{cancelled.length}</span>
-                </summary>
-                <ul className="threads">{cancelled.map(renderThread)}</ul>
-              </details>
-            )}
-            {ctx.discrepancies.length > 0 && (
-              <div className="ledger-group discrepancies">
+          {idle && refreshButton && <p className="ledger-idle-actions">{refreshButton}</p>}
+        </>
+      ) : (
+        <>
+          {GROUPS.map(({ status, title }) => {
+            const list = threads.filter((t) => t.status === status);
+            if (list.length === 0) return null;
+            return (
+              <div key={status} className="ledger-group" data-status={status}>
                 <h3>
-                  Discrepancies{" "}
-                  <span className="group-count" data-open={openDiscrepancies > 0 ? "true" : undefined}>
-                    {openDiscrepancies > 0 ? `${openDiscrepancies} open` : "all resolved"}
-                  </span>
+                  {title} <span className="group-count">{list.length}</span>
                 </h3>
-                <ul className="discrepancy-list">
-                  {ctx.discrepancies.map((d) => (
-                    <DiscrepancyItem key={d.id} d={d} thread={d.thread_id !== null ? byId.get(d.thread_id) : undefined} onShowThread={showThread} />
-                  ))}
-                </ul>
+                <ul className="threads">{list.map(renderThread)}</ul>
               </div>
-            )}
-          </>
-        )}
-
-        <dl className="ledger-facts">
-          <div>
-            <dt>Context hash</dt>
-            <dd>
-              <code className="context-hash" title={ctx.context_hash}>
-                {ctx.context_hash.slice(0, 16)}…
-              </code>
-            </dd>
-          </div>
-          <div className="ledger-seal" data-sealed={ctx.sealed ? "true" : "false"}>
-            <dt>Seal</dt>
-            <dd>
-              {ctx.sealed ? (
-                <>
-                  sealed by{" "}
-                  {ctx.sealed.agents.map((a, i) => (
-                    <span key={a}>
-                      {i > 0 && ", "}
-                      <AgentName id={a} className="ledger-agent" />
-                    </span>
-                  ))}
-                </>
-              ) : (
-                <span className="muted" title="Two agents that handshake the current context hash seal the ledger">
-                  not sealed
+            );
+          })}
+          {cancelled.length > 0 && (
+            <details className="ledger-group ledger-cancelled" data-status="cancelled" open={showCancelled} onToggle={(e) => setShowCancelled(e.currentTarget.open)}>
+              <summary>
+                Cancelled <span className="group-count">{cancelled.length}</span>
+              </summary>
+              <ul className="threads">{cancelled.map(renderThread)}</ul>
+            </details>
+          )}
+          {ctx.discrepancies.length > 0 && (
+            <div className="ledger-group discrepancies">
+              <h3>
+                Discrepancies{" "}
+                <span className="group-count" data-open={openDiscrepancies > 0 ? "true" : undefined}>
+                  {openDiscrepancies > 0 ? `${openDiscrepancies} open` : "all resolved"}
                 </span>
-              )}
-            </dd>
-          </div>
-          {(arbiterConfigured || ctx.last_extraction_error) && (
-            <div>
-              <dt>Arbiter</dt>
-              <dd>
-                {ctx.arbiter_active ? "reads new messages as they come" : arbiterConfigured ? "runs on “Refresh ledger”" : "not configured"}
-                {ctx.last_extracted_msg_id > 0 && <span className="muted"> · read up to #{ctx.last_extracted_msg_id}</span>}
-                {refresh.phase === "done" && <span className="muted ledger-refreshed"> · {extractionText(refresh.extraction)}</span>}
-                {ctx.last_extraction_error && <span className="ledger-warn"> · last extraction failed: {ctx.last_extraction_error}</span>}
-              </dd>
+              </h3>
+              <ul className="discrepancy-list">
+                {ctx.discrepancies.map((d) => (
+                  <DiscrepancyItem key={d.id} d={d} thread={d.thread_id !== null ? byId.get(d.thread_id) : undefined} onShowThread={showThread} />
+                ))}
+              </ul>
             </div>
           )}
-        </dl>
-      </div>
+        </>
+      )}
+
+      <dl className="ledger-facts">
+        <div>
+          <dt>Context hash</dt>
+          <dd>
+            <code className="context-hash" title={ctx.context_hash}>
+              {ctx.context_hash.slice(0, 16)}…
+            </code>
+          </dd>
+        </div>
+        <div className="ledger-seal" data-sealed={ctx.sealed ? "true" : "false"}>
+          <dt>Seal</dt>
+          <dd>
+            {ctx.sealed ? (
+              <>
+                sealed by{" "}
+                {ctx.sealed.agents.map((a, i) => (
+                  <span key={a}>
+                    {i > 0 && ", "}
+                    <AgentName id={a} className="ledger-agent" />
+                  </span>
+                ))}
+              </>
+            ) : (
+              <span className="muted" title="Two agents that handshake the current context hash seal the ledger">
+                not sealed
+              </span>
+            )}
+          </dd>
+        </div>
+        {(arbiterConfigured || ctx.last_extraction_error) && (
+          <div>
+            <dt>Arbiter</dt>
+            <dd>
+              {ctx.arbiter_active ? "reads new messages as they come" : arbiterConfigured ? "runs on “Refresh ledger”" : "not configured"}
+              {ctx.last_extracted_msg_id > 0 && <span className="muted"> · read up to #{ctx.last_extracted_msg_id}</span>}
+              {refresh.phase === "done" && <span className="muted ledger-refreshed"> · {extractionText(refresh.extraction)}</span>}
+              {ctx.last_extraction_error && <span className="ledger-warn"> · last extraction failed: {ctx.last_extraction_error}</span>}
+            </dd>
+          </div>
+        )}
+      </dl>
+    </div>
+  );
+
+  return (
+    <section
+      id="ledger"
+      className={idle ? "ledger ledger-idle" : "ledger"}
+      aria-labelledby="ledger-title"
+      data-threads={threads.length}
+      data-sealed={ctx.sealed ? "true" : "false"}
+      data-context-hash={ctx.context_hash}
+      data-idle={idle ? "true" : undefined}
+    >
+      {idle ? (
+        // Uncontrolled: a reader who opens it keeps it open.
+        <details className="panel-fold">
+          <summary className="ledger-bar">
+            <h2 id="ledger-title">Ledger</h2>
+            <span className="ledger-count">nothing negotiated yet</span>
+          </summary>
+          {body}
+        </details>
+      ) : (
+        <>
+          <div className="ledger-bar">
+            <h2 id="ledger-title">Ledger</h2>
+            <span className="ledger-count">{plural(threads.length, "thread")}</span>
+            {ctx.sealed && (
+              <span className="seal-pill" title={`Sealed: ${ctx.sealed.agents.join(", ")} acknowledged this ledger`}>
+                sealed
+              </span>
+            )}
+            {refreshButton}
+          </div>
+          {body}
+        </>
+      )}
     </section>
   );
 }

@@ -325,7 +325,8 @@ export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, me
           {ended}
         </p>
       )}
-      <div className="feed-scroll" ref={scroller} onScroll={onScroll}>
+      {/* A scroll box of its own: it takes focus so the keyboard scrolls it too (arrows, Page Up/Down). */}
+      <div className="feed-scroll" ref={scroller} onScroll={onScroll} tabIndex={0} role="region" aria-label="Conversation">
         {hasOlder ? (
           <div className="feed-older">
             <button type="button" className="btn btn-small" onClick={loadOlder} disabled={older.loading}>

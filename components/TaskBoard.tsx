@@ -124,7 +124,10 @@ function TaskCard({ task: t, now }: { task: Task; now: number }) {
 
 /**
  * The room's task board: columns by status, live from the page's one event stream. `now` is the
- * server's time at render, so leases and handoffs hydrate to the text the server printed.
+ * server's time at render, so leases and handoffs hydrate to the text the server printed. A room
+ * that does not use the board (no task yet: a turns room, most open rooms) does not show it: the
+ * section stays hidden, still listening, and appears with the first task that arrives (or when a
+ * re-read after a task event failed, to say so).
  */
 export function TaskBoard({ roomId, initialTasks, now: renderedAt }: { roomId: string; initialTasks: Task[]; now: number }) {
   const [tasks, setTasks] = useState<Task[]>(initialTasks);
@@ -149,7 +152,7 @@ export function TaskBoard({ roomId, initialTasks, now: renderedAt }: { roomId: s
   const columns = COLUMNS.map((c) => ({ ...c, list: tasks.filter((t) => t.status === c.status) })).filter((c) => MAIN.has(c.status) || c.list.length > 0);
 
   return (
-    <section id="board" className="task-board" aria-labelledby="board-title" data-tasks={tasks.length}>
+    <section id="board" className="task-board" aria-labelledby="board-title" data-tasks={tasks.length} hidden={tasks.length === 0 && !loadError}>
       <div className="task-board-bar">
         <h2 id="board-title">Task board</h2>
         <span className="task-board-count">{plural(tasks.length, "task")}</span>
@@ -159,9 +162,7 @@ export function TaskBoard({ roomId, initialTasks, now: renderedAt }: { roomId: s
           Could not update the board: {loadError}
         </p>
       )}
-      {tasks.length === 0 ? (
-        <p className="task-board-lead">No tasks yet: agents post them with POST /tasks (or the create_task tool), claim them, submit a receipt, and someone else reviews it.</p>
-      ) : (
+      {tasks.length > 0 && (
         <div className="task-columns">
           {columns.map((c) => (
             <div key={c.status} className="task-column" data-status={c.status}>

@@ -78,7 +78,10 @@ export default async function RoomPage({ params }: Props) {
         <p className="muted small">
           The same text as markdown: <a href={`/${room.uuid}?format=md`}>{`/${room.uuid}?format=md`}</a>
         </p>
-        <pre>{instructions}</pre>
+        {/* Scrolls when long: focusable, so the keyboard scrolls it too. */}
+        <pre tabIndex={0} role="region" aria-label="Instructions for agents">
+          {instructions}
+        </pre>
       </details>
       {/* One event stream per page: the feed opens it and shares its events with the other panels. */}
       <RoomEventsProvider key={room.uuid}>

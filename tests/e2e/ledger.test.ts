@@ -298,6 +298,9 @@ test("with an arbiter configured the panel offers “Refresh ledger”, shows wh
 
     const { page, problems } = await openPage(withArbiter.browser, withArbiter.running.url);
     await watch(page, room);
+    // A ledger with nothing in it yet is folded to its title bar: the watcher opens it first.
+    assert.equal(await panel(page).getAttribute("data-idle"), "true");
+    await panel(page).locator("details.panel-fold > summary").click();
     const button = panel(page).getByRole("button", { name: "Refresh ledger" });
     assert.equal(await button.count(), 1);
     assert.match(await text(page, ".ledger-lead"), /The arbiter can also find them in the conversation\.$/);
