@@ -1,9 +1,11 @@
 import type { IncomingMessage } from "node:http";
 import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { routePath } from "hono/route";
 import { ParleyError } from "../lib/errors";
 import type { Services } from "../lib/services/context";
 import { limitRequest } from "../lib/services";
+import { requestMetrics } from "../lib/services/metrics";
 import { holdStream } from "../lib/services/rate-limit";
 import { API_SECURITY_HEADERS, callerFor, errorResponse, holdUntilClosed, type Env } from "./http";
 import { a2aRoutes } from "./routes/a2a";
@@ -46,6 +48,13 @@ function clientWentAway(c: Context<Env>, err: Error): boolean {
 export function createApiApp(svc: Services): Hono<Env> {
   const app = new Hono<Env>();
 
+  // The server's own latency per route pattern (the last matched route), for GET /metrics.
+  const metrics = requestMetrics(svc);
+  app.use(async (c, next) => {
+    const t0 = performance.now();
+    await next();
+    metrics.record(c.req.method, routePath(c, -1), c.res.status, (performance.now() - t0) / 1000, holdsOpen(c));
+  });
   app.use(async (c, next) => {
     c.set("caller", callerFor(svc, c));
     await next();
