@@ -18,7 +18,9 @@ export function parseRoomId(raw: string): string {
 
 /** The room, or 404 room_not_found / 410 room_expired. Inside a transaction, pass the transaction. */
 export async function requireRoom(svc: Services, rawId: string, reader: Pick<StoreReader, "getRoom"> = svc.store): Promise<RoomRow> {
-  const room = await reader.getRoom(parseRoomId(rawId));
+  const id = parseRoomId(rawId);
+  // Outside a transaction the row comes from memory while no commit has moved the room.
+  const room = reader === svc.store ? await svc.roomRows.get(id) : await reader.getRoom(id);
   if (!room) throw roomNotFound();
   if (isExpired(room, isoNow(svc))) throw roomExpired();
   return room;

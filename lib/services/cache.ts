@@ -1,3 +1,5 @@
+import type { RoomRow, StoreReader } from "../store/types";
+
 /**
  * Per-room caches of derived state (the ledger context, proof trees), each entry keyed by the room
  * head it was built from: a room another instance has changed since has another head, so its stale
@@ -34,5 +36,58 @@ export class Caches {
     let cache = this.byName.get(name);
     if (!cache) this.byName.set(name, (cache = new RoomCache<unknown>(maxRooms)));
     return cache as RoomCache<T>;
+  }
+}
+
+/**
+ * The room rows the read paths need on every request (every GET names a room), kept in memory and
+ * kept true by the notifier: a commit that moves a room's head (this instance's, or another's
+ * through LISTEN) drops its row, and so does a deletion. What changes a row without moving its
+ * head (the arbiter's usage counters) is dropped by the write that did it on this instance, and
+ * reaches the others within `ttlMs`. Concurrent misses for one room share one read.
+ */
+export class RoomRows {
+  private readonly rows = new Map<string, { row: RoomRow; at: number }>();
+  private readonly loading = new Map<string, Promise<RoomRow | undefined>>();
+  /** Rooms that moved while their row was being read: that read is not kept. */
+  private readonly moved = new Set<string>();
+
+  constructor(
+    private readonly store: Pick<StoreReader, "getRoom">,
+    private readonly maxRooms = 10_000,
+    private readonly ttlMs = 1_000,
+  ) {}
+
+  async get(uuid: string): Promise<RoomRow | undefined> {
+    const hit = this.rows.get(uuid);
+    if (hit && performance.now() - hit.at < this.ttlMs) return hit.row;
+    let pending = this.loading.get(uuid);
+    if (!pending) {
+      this.moved.delete(uuid);
+      pending = this.store.getRoom(uuid).finally(() => this.loading.delete(uuid));
+      this.loading.set(uuid, pending);
+      const row = await pending;
+      if (row && !this.moved.has(uuid)) this.keep(uuid, row);
+      return row;
+    }
+    return pending;
+  }
+
+  /** A room's head reached `seq` (or the room is gone): a row older than that is dropped. */
+  headMoved(uuid: string, seq: number): void {
+    const hit = this.rows.get(uuid);
+    if (hit && hit.row.headSize < seq) this.rows.delete(uuid);
+    if (this.loading.has(uuid)) this.moved.add(uuid);
+  }
+
+  forget(uuid: string): void {
+    this.rows.delete(uuid);
+    if (this.loading.has(uuid)) this.moved.add(uuid);
+  }
+
+  private keep(uuid: string, row: RoomRow): void {
+    this.rows.delete(uuid);
+    if (this.rows.size >= this.maxRooms) this.rows.delete(this.rows.keys().next().value!);
+    this.rows.set(uuid, { row, at: performance.now() });
   }
 }

@@ -1,5 +1,5 @@
 import type { Config } from "../config";
-import type { Caches } from "./cache";
+import type { Caches, RoomRows } from "./cache";
 import type { FrameCache } from "../realtime/feed";
 import type { Notifier } from "../realtime/notifier";
 import type { LogEvent } from "../log/event";
@@ -27,6 +27,8 @@ export interface Services {
   writeQueue?: unknown[];
   /** Derived per-room state, keyed by the room head it was built from. */
   caches: Caches;
+  /** The room rows the read paths use, kept true by the notifier (lib/services/cache.ts). */
+  roomRows: RoomRows;
   /** The secret turn lease tokens are derived from (from the server key: the same on every instance). */
   leaseSecret: Buffer;
   /** The LLM arbiter of these services (lib/arbiter: created on first use). */

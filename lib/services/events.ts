@@ -110,8 +110,13 @@ export const txAfter = (tx: Tx, seconds: number) => new Date(Date.parse(tx.now) 
  * Runs one write transaction that may append to `rooms` (locked, in sorted order, before fn runs).
  * Readers of every room it appended to are woken once it has committed (the store's onCommit).
  */
-export function write<T>(svc: Services, rooms: readonly string[], fn: (tx: Tx) => Promise<T>): Promise<T> {
-  return svc.store.write(rooms, (w) => fn(Object.assign(Object.create(w) as StoreWriter, { now: isoNow(svc) })));
+export async function write<T>(svc: Services, rooms: readonly string[], fn: (tx: Tx) => Promise<T>): Promise<T> {
+  try {
+    return await svc.store.write(rooms, (w) => fn(Object.assign(Object.create(w) as StoreWriter, { now: isoNow(svc) })));
+  } finally {
+    // A write may change a room row without moving its head (the arbiter's usage): read it again.
+    for (const room of rooms) svc.roomRows.forget(room);
+  }
 }
 
 interface QueuedWrite {

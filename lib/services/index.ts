@@ -2,7 +2,7 @@ import crypto from "node:crypto";
 import os from "node:os";
 import { checkpointHost, type Config } from "../config";
 import { utf8 } from "../log/bytes";
-import { Caches } from "./cache";
+import { Caches, RoomRows } from "./cache";
 import { FrameCache } from "../realtime/feed";
 import { Notifier } from "../realtime/notifier";
 import type { Store } from "../store/types";
@@ -20,6 +20,7 @@ export function createServices(config: Config, store: Store, key: ServerKey, clo
     limiter: new RateLimiter(store.limits, () => clock.now()),
     originHost: checkpointHost(config),
     caches: new Caches(),
+    roomRows: new RoomRows(store),
     leaseSecret: Buffer.from(key.sign(utf8("parley turn lease tokens v1"))),
     instanceId: `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString("hex")}`,
     appendHooks: [],
@@ -27,6 +28,7 @@ export function createServices(config: Config, store: Store, key: ServerKey, clo
   svc.frames = new FrameCache(svc);
   // Readers of a room wake when a commit moved its head (this instance's; other instances' arrive
   // through LISTEN, lib/realtime/pg-listen.ts).
+  svc.notifier.subscribeAll((room, seq) => svc.roomRows.headMoved(room, seq));
   store.onCommit((heads) => {
     for (const [room, seq] of heads) svc.notifier.publish(room, seq);
   });
