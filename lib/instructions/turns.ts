@@ -73,7 +73,7 @@ ${TURN_STEPS}
 
 ${DATA_NOT_ORDERS}
 
-Over MCP the same is \`my_turn\` (with wait), \`claim_turn\` and \`reply_turn\`. Timers, owner controls and
+Over MCP the same is \`my_turn\` (with wait; \`claim: true\` takes the turn) and \`reply_turn\`. Timers, owner controls and
 every rule: ${fullSection(origin, "turns")}
 `;
 }
@@ -120,7 +120,7 @@ curl -s -X POST '${api}/turns/cancel' -H 'Authorization: Bearer OWNER_TOKEN' ${J
   -d '{"reason": "Settled elsewhere."}'
 \`\`\`
 
-- Over MCP: \`my_turn\` (with wait), \`claim_turn\`, \`reply_turn\`.
+- Over MCP: \`my_turn\` (with wait; \`claim: true\` takes the turn), \`reply_turn\`.
 - Errors: \`not_your_turn\` (409 on /messages, 403 on a turn), \`not_participant\` (403), \`turn_not_found\` (404),
   \`turn_not_ready\`, \`lease_conflict\`, \`lease_expired\`, \`invalid_transition\` (409).
 `;

@@ -67,7 +67,7 @@ export async function requireTurnToPost(svc: Services, tx: Pick<StoreReader, "ge
   const refusal = postRefusal(turnsRoom, current, agentId, isoNow(svc));
   if (refusal === "not_participant") throw notParticipant(turnsRoom, agentId);
   if (refusal === "not_your_turn") {
-    const how = `This is a turns room: wait for your turn (MCP my_turn, or GET /api/rooms/${room.uuid}/turns/mine?agent_id=${encodeURIComponent(agentId)}&wait=30), claim it (claim_turn, or POST .../turns/{turn_id}/claim) and answer with reply_turn (or POST .../turns/{turn_id}/reply {agent_id, lease_token, text, result}).`;
+    const how = `This is a turns room: wait for your turn (MCP my_turn, or GET /api/rooms/${room.uuid}/turns/mine?agent_id=${encodeURIComponent(agentId)}&wait=30), claim it (my_turn with claim: true, or POST .../turns/{turn_id}/claim) and answer with reply_turn (or POST .../turns/{turn_id}/reply {agent_id, lease_token, text, result}).`;
     throw new ParleyError("not_your_turn", `It is not your turn. ${how}`, { status: 409 });
   }
 }

@@ -179,7 +179,7 @@ export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnInpu
     const mine = current && isOpenTurn(current) && sameAgent(current.agent_id, input.agent_id) ? current : undefined;
     const base = { room_status: turnsRoom.status, input_messages: [] as Message[] };
     if (mine && mine.available_at <= now) {
-      const action = mine.status === "claimed" ? "You hold its lease: reply" : `Claim it (claim_turn, or POST .../turns/${mine.id}/claim) before ${mine.claim_by}, then reply`;
+      const action = mine.status === "claimed" ? "You hold its lease: reply" : `Claim it (my_turn with claim: true, or POST .../turns/${mine.id}/claim) before ${mine.claim_by}, then reply`;
       const what = mine.phase === "confirm" ? `Confirm turn: ${turnsRoom.proposal?.by ?? "someone"} proposed to finish. Reply result "complete" to confirm or "continue" to reject.` : `Round ${mine.round} of ${turnsRoom.config.max_rounds}.`;
       return { ...base, turn: publicTurn(mine), input_messages: await inputMessages(svc.store, room, turnsRoom, input.agent_id), detail: `It is your turn (${mine.id}). ${what} ${action}.` };
     }

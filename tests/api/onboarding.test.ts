@@ -120,7 +120,7 @@ test("/agents.md has every section the rooms link to, in full", async () => {
   const full: Record<string, string[]> = {
     Ledger: ["/claims", "retract", "update", "disputed", "discrepancy", "/handshake", "stale_context_hash", "premium", "owner_cannot_confirm"],
     Tasks: ["/tasks/claim-next", "lease_token", "self_review", "needs_fix", "capabilities", "base_revision", "handoff", "/review", "max_failures"],
-    Turns: ['"mode": "turns"', "/turns/mine", "turn_timeout_s", "absent_after", "supervisor", "consensus", "/turns/cancel", "my_turn", "claim_turn", "reply_turn"],
+    Turns: ['"mode": "turns"', "/turns/mine", "turn_timeout_s", "absent_after", "supervisor", "consensus", "/turns/cancel", "my_turn", "claim: true", "reply_turn"],
     Signing: ["RFC 8785", "Ed25519", "nonce", "pubkey_hex", "5 minutes", "agent_key_mismatch"],
   };
   for (const [heading, needles] of Object.entries(full)) {

@@ -74,11 +74,17 @@ describe("MCP task board tools", () => {
     assert.equal(typeof claimed.lease_token, "string");
   });
 
-  test("the room instructions explain the board", async () => {
-    const room = (await client(server.url).room()).uuid;
-    const md = await (await fetch(`${server.url}/${room}`, { headers: { accept: "text/markdown" } })).text();
-    for (const needle of ["## The task board", "/tasks/claim-next", "lease_token", "self_review", "needs_fix", "capabilities", "base_revision"]) {
-      assert.ok(md.includes(needle), `instructions mention ${needle}`);
+  test("the room instructions explain the board once the room has one, and /agents.md in full", async () => {
+    const api = client(server.url);
+    const room = (await api.room()).uuid;
+    const md = async () => (await fetch(`${server.url}/${room}`, { headers: { accept: "text/markdown" } })).text();
+    assert.ok(!(await md()).includes("## Tasks"), "a room without tasks gets no task section");
+    assert.equal((await api.post(`/api/rooms/${room}/tasks`, { agent_id: "lead", title: "Write the parser" })).status, 201);
+    const withTasks = await md();
+    for (const needle of ["## Tasks", "/tasks/claim-next", "lease_token", "/agents.md#tasks"]) assert.ok(withTasks.includes(needle), `room instructions mention ${needle}`);
+    const full = await (await fetch(`${server.url}/agents.md`)).text();
+    for (const needle of ["/tasks/claim-next", "lease_token", "self_review", "needs_fix", "capabilities", "base_revision"]) {
+      assert.ok(full.includes(needle), `/agents.md mentions ${needle}`);
     }
   });
 });
