@@ -76,9 +76,9 @@ export function base64ToBytes(s: string): Uint8Array {
   const pad = s.endsWith('==') ? 2 : s.endsWith('=') ? 1 : 0;
   const out = new Uint8Array((s.length / 4) * 3 - pad);
   let o = 0;
+  const at = (i: number) => (s[i] === '=' ? 0 : B64_INDEX[s[i]]);
   for (let i = 0; i < s.length; i += 4) {
-    const c = [0, 1, 2, 3].map((j) => (s[i + j] === '=' ? 0 : B64_INDEX[s[i + j]]));
-    const n = (c[0] << 18) | (c[1] << 12) | (c[2] << 6) | c[3];
+    const n = (at(i) << 18) | (at(i + 1) << 12) | (at(i + 2) << 6) | at(i + 3);
     out[o++] = n >> 16;
     if (o < out.length) out[o++] = (n >> 8) & 255;
     if (o < out.length) out[o++] = n & 255;

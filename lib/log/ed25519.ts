@@ -24,9 +24,11 @@ const SMALL_ORDER_Y = new Set([0n, 1n, P - 1n, Y8, P - Y8]);
 
 /** Little-endian integer of `b[from..to)`, with bit 255 (the x sign bit of a point) cleared when asked. */
 function littleEndian(b: Uint8Array, from: number, to: number, clearTopBit: boolean): bigint {
+  // Four 64-bit words instead of 32 bytes: the verifier runs this three times per signature.
+  const view = new DataView(b.buffer, b.byteOffset + from, to - from);
   let n = 0n;
-  for (let i = to - 1; i >= from; i--) n = (n << 8n) | BigInt(i === to - 1 && clearTopBit ? b[i]! & 0x7f : b[i]!);
-  return n;
+  for (let w = (to - from) / 8 - 1; w >= 0; w--) n = (n << 64n) | view.getBigUint64(w * 8, true);
+  return clearTopBit ? n & ~(1n << 255n) : n;
 }
 
 /** What is wrong with a 32-byte point encoding: y not reduced (y >= p), or a point of small order. */
