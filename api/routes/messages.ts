@@ -3,15 +3,23 @@ import type { Services } from "../../lib/services/context";
 import { postMessage, readMessages } from "../../lib/services/messages";
 import { requireRoom } from "../../lib/services/access";
 import { messagePage, postedMessage, postMessageBody, readMessagesQuery } from "../../lib/schemas/messages";
-import { queryInt } from "../../lib/schemas/common";
+import { agentId, queryInt } from "../../lib/schemas/common";
+import { turn } from "../../lib/schemas/turns";
+import { agentKey } from "../../lib/domain/names";
 import { roomEventStream } from "../../lib/realtime/sse";
 import { doc, jsonBody, queryOf, type App } from "../http";
 import { validationError } from "../../lib/errors";
 
-const eventsQuery = z.object({ since: queryInt(0).optional() });
+const eventsQuery = z.object({
+  since: queryInt(0).optional(),
+  // Only the messages that @-mention this agent and, in a turns room, the opening of its turns.
+  mentioning: agentId.optional(),
+});
+// With `mentioning` in a turns room the page also carries the agent's turn waiting to be claimed.
+const readPage = messagePage.extend({ turn: turn.nullable().optional() });
 
 export function messageRoutes(app: App, svc: Services): void {
-  doc({ method: "get", path: "/api/rooms/:id/messages", tag: "messages", summary: "Read messages: since (exclusive), limit, tail, wait (long-poll, seconds)", query: readMessagesQuery, response: messagePage });
+  doc({ method: "get", path: "/api/rooms/:id/messages", tag: "messages", summary: "Read messages: since (exclusive), limit, tail, wait (long-poll, seconds), mentioning (only messages addressed to that agent; in a turns room also its turn to claim)", query: readMessagesQuery, response: readPage });
   app.get("/api/rooms/:id/messages", async (c) => {
     const query = queryOf(c, readMessagesQuery);
     // Only a long-poll needs the abort signal; creating it costs a full Request object.
@@ -24,7 +32,7 @@ export function messageRoutes(app: App, svc: Services): void {
     return c.json(await postMessage(svc, c.var.caller, c.req.param("id"), body), 201);
   });
 
-  doc({ method: "get", path: "/api/rooms/:id/events", tag: "messages", summary: "Server-Sent Events of every room event; resumes from Last-Event-ID or since", query: eventsQuery, produces: "text/event-stream" });
+  doc({ method: "get", path: "/api/rooms/:id/events", tag: "messages", summary: "Server-Sent Events of every room event (mentioning: only messages addressed to that agent and its turn openings); resumes from Last-Event-ID or since", query: eventsQuery, produces: "text/event-stream" });
   app.get("/api/rooms/:id/events", async (c) => {
     const room = await requireRoom(svc, c.req.param("id"));
     const query = queryOf(c, eventsQuery);
@@ -35,7 +43,8 @@ export function messageRoutes(app: App, svc: Services): void {
       if (!parsed.success) throw validationError(parsed.error, "Last-Event-ID");
       since = parsed.data;
     }
-    return new Response(roomEventStream(svc, room.uuid, since, c.req.raw.signal), {
+    const filter = query.mentioning === undefined ? {} : { addressedTo: agentKey(query.mentioning) };
+    return new Response(roomEventStream(svc, room.uuid, since, c.req.raw.signal, undefined, filter), {
       headers: {
         "Content-Type": "text/event-stream; charset=utf-8",
         "Cache-Control": "no-cache, no-transform",

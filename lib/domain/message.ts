@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { LogEvent } from "../log/event";
 import { keyRef } from "../log/keys";
 import { as, defineEvents, seqId, type Feature } from "./event-kind";
+import { agentKey, agentNameProblem } from "./names";
 
 export const MESSAGE_EVENTS = defineEvents("messages", {
   "message.posted": {
@@ -27,6 +28,8 @@ export interface Message {
   text: string;
   timestamp: string;
   reply_to: number | null;
+  /** The agents its text @-mentions (mentionsOf), as written; derived from the text, never sent. */
+  mentions: string[];
   auth: "signed" | "anon";
   key_ref: string | null;
   pubkey_hex: string | null;
@@ -45,6 +48,7 @@ export function messageFromEvent(event: LogEvent, leafHashHex: string): Message 
     text: payload.text,
     timestamp: event.ts,
     reply_to: payload.reply_to ?? null,
+    mentions: mentionsOf(payload.text),
     auth: sig ? "signed" : "anon",
     key_ref: sig ? keyRef(sig.pubkey_hex) : null,
     pubkey_hex: sig?.pubkey_hex ?? null,
@@ -55,6 +59,75 @@ export function messageFromEvent(event: LogEvent, leafHashHex: string): Message 
     hash: leafHashHex,
   };
 }
+
+// ---- @mentions ----
+
+/**
+ * `@name` in NFKC-normalised text (so `＠ｂｏｂ` is `@bob`): an `@` not glued to what comes before it
+ * (a word, an e-mail address's local part, a URL path or query value: `bob@example.com`, `/@bob`,
+ * `=@bob` are not mentions), then the name up to whitespace, another `@`, or a character that never
+ * continues a name in running text (`,;!?`, CJK full stops and commas, brackets, quotes).
+ */
+const MENTION = /(?<![\p{L}\p{N}\p{M}\p{Pc}@/\\.+\-=])@([^\s@,;!?\u3001\u3002"'`()[\]{}<>\u00ab\u00bb\u2018-\u201f\u300c-\u300f\u3010\u3011]+)/gu;
+/** What may end a token without being part of the name: punctuation, closing quotes, markdown emphasis. */
+const TRAILING = /^[\p{Po}\p{Pe}\p{Pf}~]$/u;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+/** Distinct names read from one text, at most (a room has far fewer agents). */
+export const MAX_MENTIONS = 50;
+
+/** A token without what follows the name: `bob.` `bob:` `bob**` `bob...` → `bob`. A loop, not an anchored regex: it stays linear. */
+function nameEnd(token: string): string {
+  const chars = [...token];
+  let end = chars.length;
+  while (end > 0 && TRAILING.test(chars[end - 1]!)) end--;
+  return chars.slice(0, end).join("");
+}
+
+/**
+ * The agents a text @-mentions, in order of first mention, each once (by agentKey): `@name` tokens
+ * whose name is one an agent_id may be (NFKC, 1–100 characters, no control, invisible or
+ * bidirectional characters, not a service name), without the punctuation after it (`@bob,`
+ * `(@bob)` `@bob's` `**@bob**`), among the first MAX_MENTIONS distinct names. A name is kept as
+ * written, NFKC-normalised as agent ids are stored, and compares as the room compares names
+ * (agentKey); an agent that has not spoken yet can be mentioned. `@bob@example.org` (an address)
+ * is not a mention.
+ */
+export function mentionsOf(text: string): string[] {
+  const normal = text.normalize("NFKC");
+  const seen = new Set<string>(); // keys
+  const read = new Set<string>(); // names as written
+  const out: string[] = [];
+  for (const m of normal.matchAll(MENTION)) {
+    const raw = m[1]!;
+    if (raw.length > 400) continue; // far longer than any name
+    const name = nameEnd(raw);
+    if (name === raw && normal[m.index + 1 + raw.length] === "@") continue; // name@host: an address
+    if (name.length === 0 || name.length > 100 || read.has(name)) continue;
+    read.add(name);
+    const key = agentKey(name);
+    if (seen.has(key)) continue;
+    // Each distinct name is checked once, and a text is read for MAX_MENTIONS of them at most: the
+    // look-alike check costs, and the verifier recomputes this for every message of a room.
+    if (seen.size >= MAX_MENTIONS) break;
+    seen.add(key);
+    if (!CONTROL.test(name) && agentNameProblem(name) === null) out.push(name);
+  }
+  return out;
+}
+
+/**
+ * The agents a message is addressed to, by agentKey: those it mentions, its author excepted (an
+ * agent is not woken by its own words). What `mentioning=` matches, on every read and stream.
+ */
+export function addressedKeys(message: Pick<Message, "agent_id" | "mentions">): string[] {
+  const author = agentKey(message.agent_id);
+  return [...new Set(message.mentions.map(agentKey))].filter((k) => k !== author);
+}
+
+/** Whether a message is addressed to `agent` (addressedKeys). */
+export const isAddressedTo = (message: Pick<Message, "agent_id" | "mentions">, agent: string): boolean => addressedKeys(message).includes(agentKey(agent));
 
 export const messagesFeature: Feature<Message[]> = {
   name: "messages",

@@ -1,5 +1,6 @@
 import { eventFromRow } from "../store/rows";
-import { messageFromEvent } from "../domain/message";
+import { addressedKeys, messageFromEvent } from "../domain/message";
+import { agentKey } from "../domain/names";
 import type { Services } from "../services/context";
 import type { EventRow } from "../store/types";
 
@@ -7,6 +8,11 @@ export interface Frame {
   seq: number;
   /** A complete SSE frame (id, event and data lines), UTF-8 encoded once. */
   bytes: Uint8Array;
+  /**
+   * The agents (agentKeys) the event is for, what `mentioning=` streams keep: a message's addressees
+   * (its mentions, its author excepted), the agent whose turn a turn.opened opens.
+   */
+  addressed: readonly string[];
 }
 
 const encoder = new TextEncoder();
@@ -91,6 +97,13 @@ export function eventData(row: EventRow) {
   };
 }
 
+function addressedBy(data: ReturnType<typeof eventData>): string[] {
+  if (data.message) return addressedKeys(data.message);
+  // The turn-opened notice: its payload names the agent whose turn it is (TURN_EVENTS).
+  if (data.type === "turn.opened" && typeof data.payload.agent_id === "string") return [agentKey(data.payload.agent_id)];
+  return [];
+}
+
 /**
  * An event stream is read in terminals (`curl -N`): DEL, the C1 controls and the line and paragraph
  * separators in agent text go out as JSON escapes (the same JSON), never as raw characters.
@@ -99,5 +112,6 @@ const TERMINAL_CONTROLS = /[\u007f-\u009f\u2028\u2029]/g;
 const escapeControls = (json: string) => json.replace(TERMINAL_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 
 function toFrame(row: EventRow): Frame {
-  return { seq: row.seq, bytes: encoder.encode(`id: ${row.seq}\nevent: ${row.type}\ndata: ${escapeControls(JSON.stringify(eventData(row)))}\n\n`) };
+  const data = eventData(row);
+  return { seq: row.seq, bytes: encoder.encode(`id: ${row.seq}\nevent: ${row.type}\ndata: ${escapeControls(JSON.stringify(data))}\n\n`), addressed: addressedBy(data) };
 }

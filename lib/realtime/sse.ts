@@ -11,8 +11,15 @@ export const SSE_QUEUE_BYTES = 64 * 1024;
 /** Frames read from the store at a time, at most (a frame of a long message is tens of KiB). */
 const PAGE = 16;
 
+/** Which events a stream sends: all of them, or (`mentioning`) those addressed to one agent. */
+export interface StreamFilter {
+  /** The agentKey of `mentioning=`: messages that mention the agent and, in a turns room, its turn-opened notices. */
+  addressedTo?: string;
+}
+
 /**
- * A Server-Sent Events body with every event of a room after `since`. It sleeps on the notifier,
+ * A Server-Sent Events body with every event of a room after `since` (or those the filter keeps:
+ * the cursor still moves past the others, so a wake-up never re-reads them). It sleeps on the notifier,
  * re-reads from its own cursor when woken (lossless), pings every 15 s, and unsubscribes on both
  * client abort and stream cancel. It ends when the room is deleted or expires.
  *
@@ -22,7 +29,8 @@ const PAGE = 16;
  * room; server.ts drops it once it stays stalled (PARLEY_STALLED_STREAM_TIMEOUT), and it resumes
  * with Last-Event-ID.
  */
-export function roomEventStream(svc: Services, roomId: string, since: number, signal: AbortSignal, pingMs = SSE_PING_MS): ReadableStream<Uint8Array> {
+export function roomEventStream(svc: Services, roomId: string, since: number, signal: AbortSignal, pingMs = SSE_PING_MS, filter: StreamFilter = {}): ReadableStream<Uint8Array> {
+  const { addressedTo } = filter;
   let cursor = since;
   let cleanup = () => {};
   let flush = () => {};
@@ -66,6 +74,7 @@ export function roomEventStream(svc: Services, roomId: string, since: number, si
             // Frames carry their bytes, encoded once for every watcher of the room.
             for (const frame of frames) {
               cursor = frame.seq;
+              if (addressedTo !== undefined && !frame.addressed.includes(addressedTo)) continue;
               sent.frames++;
               sent.bytes += frame.bytes.byteLength;
               if (closed) return;

@@ -37,6 +37,8 @@ export const readMessagesQuery = z.object({
     .pipe(z.number().max(30, "must be at most 30 seconds"))
     .optional(),
   tail: queryInt(1, 500).optional(),
+  // Only the messages addressed to this agent (and, in a turns room, its turn waiting to be claimed).
+  mentioning: agentId.optional(),
 });
 export type ReadMessagesInput = z.infer<typeof readMessagesQuery>;
 
@@ -46,6 +48,7 @@ export const message = z.object({
   text: z.string(),
   timestamp: z.string(),
   reply_to: z.number().int().nullable(),
+  mentions: z.array(z.string()),
   auth,
   key_ref: z.string().nullable(),
   pubkey_hex: z.string().nullable(),

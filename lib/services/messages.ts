@@ -1,11 +1,12 @@
 import { ParleyError } from "../errors";
 import type { Message } from "../domain/message";
-import { agentKey } from "../domain/names";
+import { agentKey, sameAgent } from "../domain/names";
+import { publicTurn, type Turn, type TurnState } from "../domain/turns";
 import type { EventSig } from "../log/event";
 import type { PostMessageInput, ReadMessagesInput } from "../schemas/messages";
 import { messageFromRow } from "../store/rows";
 import type { RoomRow } from "../store/types";
-import type { Caller, Services } from "./context";
+import { isoNow, type Caller, type Services } from "./context";
 import { appendEvent, queuedWrite, type Receipt, type Tx } from "./events";
 import { parseRoomId, requireOpenRoom, requireRoom, requireTurnToPost } from "./access";
 import { checkAgentSignature, type SignatureInput } from "./signatures";
@@ -67,6 +68,8 @@ export interface MessagePage {
   messages: Message[];
   has_more: boolean;
   next_since: number;
+  /** With `mentioning` in a turns room: that agent's turn while it waits to be claimed, else null. */
+  turn?: Turn | null;
 }
 
 /**
@@ -74,6 +77,7 @@ export interface MessagePage {
  * the oldest page (compat). With `wait`, an empty forward page is held until something newer arrives.
  */
 export async function readMessages(svc: Services, rawRoomId: string, query: ReadMessagesInput, signal?: AbortSignal): Promise<MessagePage> {
+  if (query.mentioning !== undefined) return readMentioning(svc, rawRoomId, query, query.mentioning, signal);
   const room = await requireRoom(svc, rawRoomId);
   if (query.tail !== undefined) {
     const rows = await svc.store.tailMessages(room.uuid, query.tail);
@@ -94,4 +98,51 @@ export async function readMessages(svc: Services, rawRoomId: string, query: Read
   if (hasMore) rows = rows.slice(0, query.limit);
   // next_since: the last message returned, else the cursor the caller gave (never backwards).
   return { messages: rows.map(messageFromRow), has_more: hasMore, next_since: rows.at(-1)?.seq ?? since };
+}
+
+/**
+ * `mentioning=`: only the messages addressed to the agent (addressedKeys: the messages of others
+ * that @-mention it), read up to the head the read began at, so that `next_since` moves past every
+ * message skipped and a client never reads one twice. A long-poll is held until a message is
+ * addressed to the agent. In a turns room the agent's turn counts too: while it is open, the
+ * agent's, unclaimed and available (what turns/mine would hand out), the page carries it as
+ * `turn` and a long-poll answers at once (claim it: until then every poll answers at once, as
+ * turns/mine does, and the timer skips a turn left unclaimed).
+ */
+async function readMentioning(svc: Services, rawRoomId: string, query: ReadMessagesInput, agent: string, signal?: AbortSignal): Promise<MessagePage> {
+  const key = agentKey(agent);
+  const since = query.since ?? 0;
+  // As without the filter: only a forward read from a cursor waits.
+  const until = Date.now() + (query.since !== undefined && query.tail === undefined ? (query.wait ?? 0) * 1000 : 0);
+  for (;;) {
+    const room = await requireRoom(svc, rawRoomId);
+    const upTo = room.headSize;
+    const turn = room.mode === "turns" ? await turnToClaim(svc, room, agent) : undefined;
+    const available = turn && turn.available_at <= isoNow(svc) ? turn : undefined;
+    const turnPart = room.mode === "turns" ? { turn: available ? publicTurn(available) : null } : {};
+    if (query.tail !== undefined) {
+      const rows = await svc.store.tailMentioning(room.uuid, key, upTo, query.tail + 1);
+      const hasMore = rows.length > query.tail;
+      return { messages: (hasMore ? rows.slice(1) : rows).map(messageFromRow), has_more: hasMore, next_since: Math.max(since, upTo), ...turnPart };
+    }
+    let rows = await svc.store.listMentioning(room.uuid, key, since, upTo, query.limit + 1);
+    const left = until - Date.now();
+    if (rows.length > 0 || available || left <= 0 || signal?.aborted) {
+      const hasMore = rows.length > query.limit;
+      if (hasMore) rows = rows.slice(0, query.limit);
+      return { messages: rows.map(messageFromRow), has_more: hasMore, next_since: hasMore ? rows.at(-1)!.seq : Math.max(since, upTo), ...turnPart };
+    }
+    // Nothing for the agent up to upTo: sleep until the log grows past it, or until its turn opens after the room's delay.
+    const opensIn = turn ? Date.parse(turn.available_at) - svc.clock.now() : Infinity;
+    await svc.notifier.waitFor(room.uuid, upTo, async () => (await svc.store.getRoom(room.uuid))?.headSize ?? 0, Math.max(1, Math.min(left, opensIn)), signal);
+  }
+}
+
+/** In an open turns room: the agent's open turn while it is unclaimed and before its claim deadline. */
+async function turnToClaim(svc: Services, room: RoomRow, agent: string): Promise<TurnState | undefined> {
+  if (room.status !== "open") return undefined; // a closed room pauses its turns
+  const turnsRoom = await svc.store.getTurnsRoom(room.uuid);
+  if (!turnsRoom || turnsRoom.status !== "active" || turnsRoom.current === null) return undefined;
+  const turn = await svc.store.getTurn(room.uuid, turnsRoom.current);
+  return turn && turn.status === "ready" && sameAgent(turn.agent_id, agent) && turn.claim_by > isoNow(svc) ? turn : undefined;
 }

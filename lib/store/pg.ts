@@ -24,7 +24,7 @@ const ROOM_COLS = `uuid, description, is_public AS "isPublic", protocol_mode AS 
   head_root AS "headRoot", frontier, checkpoint, arbiter_watermark AS "arbiterWatermark", arbiter_calls AS "arbiterCalls",
   arbiter_tokens AS "arbiterTokens", arbiter_items AS "arbiterItems", last_extraction_error AS "lastExtractionError"`;
 const EVENT_COLS = `room, seq, ts, type, actor, payload, server, prev, sig, leaf_hash AS "leafHash", checkpoint`;
-const MESSAGE_COLS = `room, seq, agent_id AS "agentId", text, ts, reply_to AS "replyTo", auth, key_ref AS "keyRef",
+const MESSAGE_COLS = `room, seq, agent_id AS "agentId", text, ts, reply_to AS "replyTo", mentions, mention_keys AS "mentionKeys", auth, key_ref AS "keyRef",
   pubkey_hex AS "pubkeyHex", signature_hex AS "signatureHex", ts_iso AS "tsIso", memory_root AS "memoryRoot", hash`;
 const THREAD_COLS = `id, subject, subject_key AS "subjectKey", current_value AS "currentValue", status, opened_by AS "openedBy",
   opened_by_auth AS "openedByAuth", opener_key AS "openerKey", revisions_count AS "revisionsCount", last_revision AS "lastRevision",
@@ -122,6 +122,19 @@ function readerOn(db: Queryable): StoreReader {
       all(`SELECT ${MESSAGE_COLS} FROM messages WHERE room = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [room, since, Math.min(limit, 2 ** 31 - 1)], "list_messages"),
     tailMessages: async (room, limit) =>
       (await all<MessageRow>(`SELECT ${MESSAGE_COLS} FROM messages WHERE room = $1 ORDER BY seq DESC LIMIT $2`, [room, limit], "tail_messages")).reverse(),
+    // The keys are a JSON array: ? matches one element exactly, whatever the name holds.
+    listMentioning: (room, key, since, upTo, limit) =>
+      all(
+        `SELECT ${MESSAGE_COLS} FROM messages WHERE room = $1 AND seq > $2 AND seq <= $3 AND mention_keys <> '[]' AND mention_keys::jsonb ? $4 ORDER BY seq LIMIT $5`,
+        [room, since, upTo, key, Math.min(limit, 2 ** 31 - 1)],
+        "list_mentioning",
+      ),
+    tailMentioning: async (room, key, upTo, limit) =>
+      (await all<MessageRow>(
+        `SELECT ${MESSAGE_COLS} FROM messages WHERE room = $1 AND seq <= $2 AND mention_keys <> '[]' AND mention_keys::jsonb ? $3 ORDER BY seq DESC LIMIT $4`,
+        [room, upTo, key, limit],
+        "tail_mentioning",
+      )).reverse(),
     hasMessage: async (room, seq) => (await one(`SELECT 1 FROM messages WHERE room = $1 AND seq = $2`, [room, seq])) !== undefined,
 
     async getThread(room, id) {
@@ -261,9 +274,9 @@ function writerOn(client: pg.PoolClient, heads: Heads): StoreWriter {
     },
     insertMessage: async (m) =>
       void (await run(
-        `INSERT INTO messages (room, seq, agent_id, text, ts, reply_to, auth, key_ref, pubkey_hex, signature_hex, ts_iso, memory_root, hash)
-         VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)`,
-        [m.room, m.seq, m.agentId, m.text, m.ts, m.replyTo, m.auth, m.keyRef, m.pubkeyHex, m.signatureHex, m.tsIso, m.memoryRoot, m.hash],
+        `INSERT INTO messages (room, seq, agent_id, text, ts, reply_to, mentions, mention_keys, auth, key_ref, pubkey_hex, signature_hex, ts_iso, memory_root, hash)
+         VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15)`,
+        [m.room, m.seq, m.agentId, m.text, m.ts, m.replyTo, m.mentions, m.mentionKeys, m.auth, m.keyRef, m.pubkeyHex, m.signatureHex, m.tsIso, m.memoryRoot, m.hash],
         "insert_message",
       )),
     async saveThread(room, t, openerKey) {
@@ -528,6 +541,20 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   };
 }
 
+/** Fills in the mention columns of messages stored before they existed, from their text (once: new rows carry them). */
+async function backfillMentions(client: pg.PoolClient): Promise<void> {
+  for (;;) {
+    const { rows: list } = await client.query<{ room: string; seq: number; agentId: string; text: string }>(
+      `SELECT room, seq, agent_id AS "agentId", text FROM messages WHERE mention_keys IS NULL LIMIT 500`,
+    );
+    if (list.length === 0) return;
+    for (const m of list) {
+      const c = rows.backfilledMentions(m);
+      await client.query(`UPDATE messages SET mentions = $3, mention_keys = $4 WHERE room = $1 AND seq = $2`, [m.room, m.seq, c.mentions, c.mentionKeys]);
+    }
+  }
+}
+
 /** Applies drizzle/pg once: every starting instance takes the same advisory lock first. */
 async function migrateOnce(pool: pg.Pool): Promise<void> {
   const client = await guarded(() => pool.connect());
@@ -535,6 +562,7 @@ async function migrateOnce(pool: pg.Pool): Promise<void> {
     await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
     try {
       await migrate(drizzle(client), { migrationsFolder: MIGRATIONS });
+      await backfillMentions(client);
     } finally {
       await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]);
     }

@@ -54,6 +54,10 @@ export interface MessageRow {
   text: string;
   ts: string;
   replyTo: number | null;
+  /** JSON: the names the text @-mentions. Null on rows stored before mentions, until backfilled at start. */
+  mentions: string | null;
+  /** JSON: the agentKeys the message is addressed to (its mentions but its author), for `mentioning=`. */
+  mentionKeys: string | null;
   auth: string;
   keyRef: string | null;
   pubkeyHex: string | null;
@@ -117,6 +121,10 @@ export interface MessagesReader {
   listMessages(room: string, since: number, limit: number): Promise<MessageRow[]>;
   /** The newest `limit` messages, oldest first. */
   tailMessages(room: string, limit: number): Promise<MessageRow[]>;
+  /** Messages with since < seq <= upTo addressed to the agent with this agentKey (mentionKeys), oldest first. */
+  listMentioning(room: string, agentKey: string, since: number, upTo: number, limit: number): Promise<MessageRow[]>;
+  /** The newest `limit` of those with seq <= upTo, oldest first. */
+  tailMentioning(room: string, agentKey: string, upTo: number, limit: number): Promise<MessageRow[]>;
   hasMessage(room: string, seq: number): Promise<boolean>;
 }
 export interface MessagesWriter {

@@ -1,7 +1,7 @@
 // Row mappers shared by both backends: the tables have the same columns in SQLite and PostgreSQL,
 // read back under the same (camelCase) names, with JSON kept as text.
 import type { Auth, Discrepancy, Handshake, Revision, RevisionKind, Thread, ThreadStatus } from "../domain/ledger";
-import type { Message } from "../domain/message";
+import { addressedKeys, mentionsOf, type Message } from "../domain/message";
 import type { BoardAgent, TaskState, TaskStatus } from "../domain/tasks";
 import type { EventSig, LogEvent } from "../log/event";
 import type { EventRow, MessageRow } from "./repository";
@@ -172,6 +172,8 @@ export function messageFromRow(row: MessageRow): Message {
     text: row.text,
     timestamp: row.ts,
     reply_to: row.replyTo,
+    // Null only on a row stored before mentions were (until the start-up backfill reaches it).
+    mentions: row.mentions === null ? mentionsOf(row.text) : (JSON.parse(row.mentions) as string[]),
     auth: row.auth as Message["auth"],
     key_ref: row.keyRef,
     pubkey_hex: row.pubkeyHex,
@@ -190,6 +192,7 @@ export function messageToRow(room: string, message: Message): MessageRow {
     text: message.text,
     ts: message.timestamp,
     replyTo: message.reply_to,
+    ...mentionColumns(message),
     auth: message.auth,
     keyRef: message.key_ref,
     pubkeyHex: message.pubkey_hex,
@@ -199,3 +202,14 @@ export function messageToRow(room: string, message: Message): MessageRow {
     hash: message.hash,
   };
 }
+
+/**
+ * A message's mention columns: `mentions` as the message shows them, and `mention_keys`, the
+ * agentKeys it is addressed to (its author excepted), which `mentioning=` reads match on.
+ */
+export function mentionColumns(message: Pick<Message, "agent_id" | "mentions">): Pick<MessageRow, "mentions" | "mentionKeys"> {
+  return { mentions: JSON.stringify(message.mentions), mentionKeys: JSON.stringify(addressedKeys(message)) };
+}
+
+/** The mention columns of a row stored before they existed, computed from its text (the start-up backfill). */
+export const backfilledMentions = (row: { agentId: string; text: string }) => mentionColumns({ agent_id: row.agentId, mentions: mentionsOf(row.text) });

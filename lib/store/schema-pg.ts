@@ -69,6 +69,10 @@ export const messages = pgTable(
     text: text("text").notNull(),
     ts: text("ts").notNull(),
     replyTo: integer("reply_to"),
+    // JSON: the names the text @-mentions, and the agentKeys it is addressed to (mentioning=).
+    // Null only on rows stored before they existed, filled in from the text at start.
+    mentions: text("mentions"),
+    mentionKeys: text("mention_keys"),
     auth: text("auth").notNull(),
     keyRef: text("key_ref"),
     pubkeyHex: text("pubkey_hex"),
@@ -77,7 +81,7 @@ export const messages = pgTable(
     memoryRoot: text("memory_root"),
     hash: text("hash").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.room, t.seq] })],
+  (t) => [primaryKey({ columns: [t.room, t.seq] }), index("messages_mentions_pending").on(t.room, t.seq).where(sql`mention_keys IS NULL`)],
 );
 
 export const roomAgents = pgTable(

@@ -72,6 +72,10 @@ export const messages = sqliteTable(
     text: text("text").notNull(),
     ts: text("ts").notNull(),
     replyTo: integer("reply_to"),
+    // JSON: the names the text @-mentions, and the agentKeys it is addressed to (mentioning=).
+    // Null only on rows stored before they existed, filled in from the text at start.
+    mentions: text("mentions"),
+    mentionKeys: text("mention_keys"),
     auth: text("auth").notNull(),
     keyRef: text("key_ref"),
     pubkeyHex: text("pubkey_hex"),
@@ -80,7 +84,7 @@ export const messages = sqliteTable(
     memoryRoot: text("memory_root"),
     hash: text("hash").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.room, t.seq] })],
+  (t) => [primaryKey({ columns: [t.room, t.seq] }), index("messages_mentions_pending").on(t.room, t.seq).where(sql`mention_keys IS NULL`)],
 );
 
 /** Agents seen in a room (agent_count) and, once one signs, the key pinned to its name. */

@@ -53,6 +53,14 @@ function readerOn(sqlite: Database.Database) {
   const getRoom = db.select().from(rooms).where(eq(rooms.uuid, p("uuid"))).prepare();
   const listMessages = db.select().from(messages).where(and(eq(messages.room, p("room")), gt(messages.seq, p("since")))).orderBy(asc(messages.seq)).limit(p("limit")).prepare();
   const tailMessages = db.select().from(messages).where(eq(messages.room, p("room"))).orderBy(desc(messages.seq)).limit(p("limit")).prepare();
+  // The keys are a JSON array: json_each matches one element exactly, whatever the name holds.
+  const addressed = sql`${messages.mentionKeys} <> '[]' AND EXISTS (SELECT 1 FROM json_each(${messages.mentionKeys}) WHERE json_each.value = ${p("key")})`;
+  const listMentioning = db.select().from(messages)
+    .where(and(eq(messages.room, p("room")), gt(messages.seq, p("since")), lte(messages.seq, p("upTo")), addressed))
+    .orderBy(asc(messages.seq)).limit(p("limit")).prepare();
+  const tailMentioning = db.select().from(messages)
+    .where(and(eq(messages.room, p("room")), lte(messages.seq, p("upTo")), addressed))
+    .orderBy(desc(messages.seq)).limit(p("limit")).prepare();
   const hasMessage = db.select({ seq: messages.seq }).from(messages).where(and(eq(messages.room, p("room")), eq(messages.seq, p("seq")))).prepare();
   const listEvents = db.select().from(events).where(and(eq(events.room, p("room")), gt(events.seq, p("since")))).orderBy(asc(events.seq)).limit(p("limit")).prepare();
   const leafHashes = db
@@ -108,6 +116,8 @@ function readerOn(sqlite: Database.Database) {
 
     listMessages: async (room, since, limit) => listMessages.all({ room, since, limit }),
     tailMessages: async (room, limit) => tailMessages.all({ room, limit }).reverse(),
+    listMentioning: async (room, key, since, upTo, limit) => listMentioning.all({ room, key, since, upTo, limit }),
+    tailMentioning: async (room, key, upTo, limit) => tailMentioning.all({ room, key, upTo, limit }).reverse(),
     hasMessage: async (room, seq) => hasMessage.get({ room, seq }) !== undefined,
 
     async getThread(room, id) {
@@ -198,8 +208,8 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter {
      VALUES (@room, @seq, @ts, @type, @actor, @payload, @server, @prev, @sig, @leafHash, @checkpoint)`,
   );
   const insertMessage = prep(
-    `INSERT INTO messages (room, seq, agent_id, text, ts, reply_to, auth, key_ref, pubkey_hex, signature_hex, ts_iso, memory_root, hash)
-     VALUES (@room, @seq, @agentId, @text, @ts, @replyTo, @auth, @keyRef, @pubkeyHex, @signatureHex, @tsIso, @memoryRoot, @hash)`,
+    `INSERT INTO messages (room, seq, agent_id, text, ts, reply_to, mentions, mention_keys, auth, key_ref, pubkey_hex, signature_hex, ts_iso, memory_root, hash)
+     VALUES (@room, @seq, @agentId, @text, @ts, @replyTo, @mentions, @mentionKeys, @auth, @keyRef, @pubkeyHex, @signatureHex, @tsIso, @memoryRoot, @hash)`,
   );
   const useNonce = prep(`INSERT INTO signature_nonces (room, pubkey_hex, nonce, seq) VALUES (@room, @pubkey, @nonce, @seq) ON CONFLICT DO NOTHING`);
   // An agent counts from its first message; a row made by pinning a key (first_seq 0: a signed
@@ -363,12 +373,27 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter {
   };
 }
 
+/** Fills in the mention columns of messages stored before they existed, from their text (once: new rows carry them). */
+function backfillMentions(conn: Database.Database): void {
+  const pending = conn.prepare(`SELECT room, seq, agent_id AS agentId, text FROM messages WHERE mention_keys IS NULL LIMIT 500`);
+  const update = conn.prepare(`UPDATE messages SET mentions = @mentions, mention_keys = @mentionKeys WHERE room = @room AND seq = @seq`);
+  const batch = conn.transaction((list: { room: string; seq: number; agentId: string; text: string }[]) => {
+    for (const m of list) update.run({ room: m.room, seq: m.seq, ...rows.backfilledMentions(m) });
+  });
+  for (;;) {
+    const list = pending.all() as { room: string; seq: number; agentId: string; text: string }[];
+    if (list.length === 0) return;
+    batch(list);
+  }
+}
+
 /** Opens (creating if needed) the SQLite database in dataDir and applies the committed migrations. */
 export function openSqliteStore(dataDir: string): Store {
   fs.mkdirSync(dataDir, { recursive: true });
   const file = path.join(dataDir, "parley.db");
   const writeConn = connect(file, false);
   migrate(drizzle(writeConn, { schema }), { migrationsFolder: MIGRATIONS });
+  backfillMentions(writeConn);
   const readConn = connect(file, true);
   const checkpointer = startCheckpointer(file);
   const { reader } = readerOn(readConn);
