@@ -52,7 +52,7 @@ function roomWebhooks(tx: WebhookTx, room: string): Promise<Webhook[]> {
   return hooks;
 }
 
-export function wantsEvent(w: Webhook, event: Pick<LogEvent, "type" | "payload">): boolean {
+export function wantsEvent(w: Webhook, event: Pick<LogEvent, "type" | "actor" | "payload">): boolean {
   return w.kind === "events" && !w.disabled && matchesEvents(w.events, event.type) && (w.mentioning === null || mentions(event, w.mentioning));
 }
 
