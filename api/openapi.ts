@@ -12,7 +12,9 @@ const jsonSchema = (schema: z.ZodType, io: "input" | "output") =>
   z.toJSONSchema(schema, { io, unrepresentable: "any", target: "openapi-3.0" }) as Record<string, unknown>;
 
 /** `:id` is a room's UUID; the other path parameters (`:tid` a thread or task, `:did` a discrepancy) are integer ids. */
-const pathParamSchema = (name: string) => (name === "id" ? { type: "string", format: "uuid" } : { type: "integer", minimum: 1 });
+/** Path parameters: the room and a webhook are UUIDs, everything else (threads, tasks, turns…) a seq. */
+const UUID_PARAMS = new Set(["id", "wid"]);
+const pathParamSchema = (name: string) => (UUID_PARAMS.has(name) ? { type: "string", format: "uuid" } : { type: "integer", minimum: 1 });
 
 /** OpenAPI 3.0 built from the same zod schemas the routes validate with. */
 export function openApiDocument(origin: string) {
