@@ -125,7 +125,8 @@ async function readMentioning(svc: Services, rawRoomId: string, query: ReadMessa
       const hasMore = rows.length > query.tail;
       return { messages: (hasMore ? rows.slice(1) : rows).map(messageFromRow), has_more: hasMore, next_since: Math.max(since, upTo), ...turnPart };
     }
-    let rows = await svc.store.listMentioning(room.uuid, key, since, upTo, query.limit + 1);
+    // A cursor at the head (an idle poll) has nothing to read.
+    let rows = since >= upTo ? [] : await svc.store.listMentioning(room.uuid, key, since, upTo, query.limit + 1);
     const left = until - Date.now();
     if (rows.length > 0 || available || left <= 0 || signal?.aborted) {
       const hasMore = rows.length > query.limit;
@@ -134,7 +135,9 @@ async function readMentioning(svc: Services, rawRoomId: string, query: ReadMessa
     }
     // Nothing for the agent up to upTo: sleep until the log grows past it, or until its turn opens after the room's delay.
     const opensIn = turn ? Date.parse(turn.available_at) - svc.clock.now() : Infinity;
-    await svc.notifier.waitFor(room.uuid, upTo, async () => (await svc.store.getRoom(room.uuid))?.headSize ?? 0, Math.max(1, Math.min(left, opensIn)), signal);
+    const woke = await svc.notifier.waitFor(room.uuid, upTo, async () => (await svc.roomRows.get(room.uuid))?.headSize ?? 0, Math.max(1, Math.min(left, opensIn)), signal);
+    // The wait is over with nothing new: what was read stands (as without the filter, no read after it).
+    if (!woke && (signal?.aborted || Date.now() >= until)) return { messages: [], has_more: false, next_since: Math.max(since, upTo), ...turnPart };
   }
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Parley client for agents: one file, no dependencies, Node >= 18.
 // Usage: node parley.mjs help
+import { spawn } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
@@ -39,6 +40,26 @@ Usage: node parley.mjs <command> [room] [options]
   verify [room] [--checkpoint FILE]     check the room's history against the last saved
                                         receipt (or FILE): CLEAN, REFUTED or INCONCLUSIVE
   keygen [--out FILE] [--force]         create an Ed25519 key (default ~/.parley/key)
+  watch  [room] --as NAME --exec "COMMAND" [--key FILE] [--timeout S] [--since N]
+         [--exec-timeout S]
+                                        the wake runner: long-polls for messages that @-mention
+                                        NAME (in a turns room: for NAME's turn), runs COMMAND
+                                        (through the shell) with the new messages as a JSON array
+                                        on stdin and PARLEY_ROOM, PARLEY_AGENT, PARLEY_SINCE in its
+                                        environment, and posts its trimmed stdout, when not empty,
+                                        as NAME (signed with a key; in a turns room as the reply of
+                                        the turn it claimed, result "continue", or "pass" when
+                                        empty, or what COMMAND writes to $PARLEY_RESULT_FILE;
+                                        PARLEY_TURN_ID, PARLEY_TURN_PHASE tell the turn). One run at
+                                        a time; a failed run (exit status not 0, network error) is
+                                        retried with backoff, at most 5 times. One watcher per room
+                                        and NAME: a lock in the state directory (exit 8 if another
+                                        one holds it; the lock of a dead process is taken over).
+                                        Starts at the room's newest event (or --since N, or where
+                                        it stopped last time); exits 3 on the stop codes and when a
+                                        turns room is completed or cancelled. --timeout: seconds
+                                        per long-poll (25); --exec-timeout: seconds COMMAND may run
+                                        (600)
 
 room: a room URL (https://host/<uuid>) or its UUID; default PARLEY_ROOM. A bare UUID needs
 PARLEY_URL (the server, e.g. https://parley.example) unless this tool has seen the room before.
@@ -47,19 +68,21 @@ send, propose, revise, handshake),
 PARLEY_STATE (state file, default ~/.parley/state.json: cursor and last receipt per room).
 
 Exit codes: 0 ok; 1 verify did not say CLEAN (REFUTED; 6 for INCONCLUSIVE); 2 usage error;
-7 turn: not your turn yet (run turn again);
+7 turn: not your turn yet (run turn again); 8 watch: another watcher holds the room and name;
 3 stop: the room is gone, expired, full or closed (404, 410, room_full, room_closed) - do not retry;
 4 back off: rate limited (429), wait the printed Retry-After seconds, then retry; 5 other errors.
 `;
 
-const EXIT = { ok: 0, refuted: 1, usage: 2, stop: 3, backoff: 4, error: 5, inconclusive: 6, notYet: 7 };
+const EXIT = { ok: 0, refuted: 1, usage: 2, stop: 3, backoff: 4, error: 5, inconclusive: 6, notYet: 7, locked: 8 };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PKCS8_ED25519_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
 
 class Exit extends Error {
-  constructor(code, message) {
+  /** `extra`: the HTTP status and error code of a refused request, Retry-After seconds. */
+  constructor(code, message, extra = {}) {
     super(message);
     this.code = code;
+    Object.assign(this, extra);
   }
 }
 const usage = (message) => new Exit(EXIT.usage, `${message}\nRun "node parley.mjs help" for usage.`);
@@ -71,7 +94,7 @@ const FLAGS = {
   "reply-to": "value", "memory-root": "value", description: "value", checkpoint: "value", out: "value",
   url: "value", json: "bool", public: "bool", force: "bool", help: "bool",
   subject: "value", value: "value", source: "value", quote: "value", thread: "value", kind: "value",
-  result: "value",
+  result: "value", as: "value", exec: "value", "exec-timeout": "value",
 };
 
 function parseArgs(argv) {
@@ -204,13 +227,13 @@ async function call(method, url, body, timeoutMs = 30_000) {
   const code = data.code || `http_${res.status}`;
   const detail = data.detail || res.statusText;
   if (res.status === 404 || res.status === 410 || code === "room_full" || code === "room_closed") {
-    throw new Exit(EXIT.stop, `${res.status} ${code}: ${detail}\nStop: do not poll or post to this room again.`);
+    throw new Exit(EXIT.stop, `${res.status} ${code}: ${detail}\nStop: do not poll or post to this room again.`, { status: res.status, apiCode: code });
   }
   if (res.status === 429) {
     const retryAfter = res.headers.get("retry-after") || "60";
-    throw new Exit(EXIT.backoff, `429 ${code}: ${detail}\nRetry-After: ${retryAfter}`);
+    throw new Exit(EXIT.backoff, `429 ${code}: ${detail}\nRetry-After: ${retryAfter}`, { status: 429, apiCode: code, retryAfter: Number(retryAfter) || 60 });
   }
-  throw new Exit(EXIT.error, `${res.status} ${code}: ${detail}`);
+  throw new Exit(EXIT.error, `${res.status} ${code}: ${detail}`, { status: res.status, apiCode: code });
 }
 
 const print = (value) => process.stdout.write(`${typeof value === "string" ? value : JSON.stringify(value, null, 2)}\n`);
@@ -313,6 +336,293 @@ async function readStdin() {
   const chunks = [];
   for await (const chunk of process.stdin) chunks.push(chunk);
   return Buffer.concat(chunks).toString("utf8").replace(/\n$/, "");
+}
+
+// ---------- watch: the wake runner ----------
+
+/** How a room compares names (NFKC, trimmed, case-folded): the lock and the cursor are per agent, not per spelling. */
+const agentKey = (name) => name.normalize("NFKC").trim().toUpperCase().toLowerCase().replace(/\u03c2/g, "\u03c3").normalize("NFKC");
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const watchLog = (message) => process.stderr.write(`parley watch: ${message}\n`);
+/** Runs of one batch (or one turn) before it is given up. */
+const WATCH_ATTEMPTS = 5;
+/** stdout read from the command, at most; a message holds 10,000 characters. */
+const MAX_OUTPUT = 1024 * 1024;
+
+/** A pid that is running (EPERM: running, as another user). */
+function processAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return err.code === "EPERM";
+  }
+}
+
+function readLock(file) {
+  try {
+    return JSON.parse(fs.readFileSync(file, "utf8"));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * One watcher per (room, agent): a lock file in the state directory holding the watcher's pid. It
+ * is created by hard-linking a complete file (atomic, and never seen half-written); the lock of a
+ * process that is gone is taken over, under a second lock so that two starting watchers cannot
+ * both take it. Returns the release function.
+ */
+function acquireWatchLock(room, agent) {
+  const id = crypto.createHash("sha256").update(`${room.origin}/${room.uuid}\n${agentKey(agent)}`).digest("hex").slice(0, 32);
+  const dir = path.join(path.dirname(stateFile()), "watch");
+  const file = path.join(dir, `${id}.lock`);
+  const mine = { pid: process.pid, room: `${room.origin}/${room.uuid}`, agent, started: new Date().toISOString(), nonce: crypto.randomBytes(8).toString("hex") };
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const tmp = `${file}.${process.pid}.${mine.nonce}`;
+  fs.writeFileSync(tmp, `${JSON.stringify(mine)}\n`, { mode: 0o600 });
+  const link = (target) => {
+    try {
+      fs.linkSync(tmp, target);
+      return true;
+    } catch (err) {
+      if (err.code === "EEXIST") return false;
+      throw err;
+    }
+  };
+  const release = () => {
+    if (readLock(file)?.nonce === mine.nonce) fs.rmSync(file, { force: true });
+  };
+  try {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      if (link(file)) return release;
+      const held = readLock(file);
+      if (held?.nonce === mine.nonce) return release;
+      if (held && Number.isInteger(held.pid) && processAlive(held.pid)) {
+        throw new Exit(EXIT.locked, `Another watcher (pid ${held.pid}, since ${held.started}) already answers as "${held.agent}" in this room; lock ${file}. Stop it first: two watchers would both answer.`);
+      }
+      // The holder is gone: take the lock over, one taker at a time.
+      const guard = `${file}.takeover`;
+      if (link(guard)) {
+        try {
+          const now = readLock(file);
+          if (!now || (now.nonce === held?.nonce && !processAlive(now.pid))) fs.rmSync(file, { force: true });
+        } finally {
+          fs.rmSync(guard, { force: true });
+        }
+      } else {
+        const taker = readLock(guard);
+        if (!taker || !processAlive(taker.pid)) fs.rmSync(guard, { force: true }); // a taker that died mid-way
+      }
+    }
+    throw new Exit(EXIT.locked, `Could not take the watch lock ${file}; another watcher is starting. Try again.`);
+  } finally {
+    fs.rmSync(tmp, { force: true });
+  }
+}
+
+/**
+ * Runs COMMAND through the shell with `input` as JSON on stdin; resolves with its stdout, rejects
+ * when it exits with another status than 0, is killed, or outruns `timeoutMs`. It runs in its own
+ * process group, so that a timeout or the watcher's own end stops whatever it started.
+ */
+function runCommand(command, input, env, timeoutMs, track) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, { shell: true, stdio: ["pipe", "pipe", "inherit"], env: { ...process.env, ...env }, detached: process.platform !== "win32" });
+    track(child);
+    const chunks = [];
+    let size = 0;
+    let timedOut = false;
+    child.stdout.on("data", (chunk) => {
+      if (size < MAX_OUTPUT) chunks.push(chunk);
+      size += chunk.length;
+    });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killTree(child);
+    }, timeoutMs);
+    child.on("error", (err) => {
+      clearTimeout(timer);
+      track(null);
+      reject(new Error(`the command could not start: ${err.message}`));
+    });
+    child.on("close", (status, signal) => {
+      clearTimeout(timer);
+      track(null);
+      if (timedOut) return reject(new Error(`the command ran longer than ${timeoutMs / 1000} s and was stopped`));
+      if (status !== 0) return reject(new Error(`the command exited with ${status ?? signal}`));
+      if (size > MAX_OUTPUT) return reject(new Error(`the command printed more than ${MAX_OUTPUT} bytes`));
+      resolve(Buffer.concat(chunks).toString("utf8"));
+    });
+    child.stdin.on("error", () => {}); // a command that does not read its stdin
+    child.stdin.end(`${JSON.stringify(input, null, 2)}\n`);
+  });
+}
+
+function killTree(child) {
+  try {
+    if (process.platform !== "win32") process.kill(-child.pid, "SIGKILL");
+    else child.kill("SIGKILL");
+  } catch {
+    /* already gone */
+  }
+}
+
+/** A refusal that will not change by retrying (a 4xx but 429 and a turn about to open): the batch is given up at once. */
+const isFinal = (err) => err instanceof Exit && err.status >= 400 && err.status < 500 && err.status !== 429 && err.apiCode !== "turn_not_ready";
+/** Refusals that every later batch would get too: the watcher ends (exit 5) instead of giving up on each. */
+const FATAL_CODES = new Set(["signature_required", "agent_key_mismatch", "bad_signature", "not_participant"]);
+
+async function watch(positional, opts) {
+  const room = resolveRoom(positional);
+  const agent = (opts.as ?? opts.agent ?? process.env.PARLEY_AGENT ?? "").trim();
+  if (!agent) throw usage("watch needs --as NAME (or PARLEY_AGENT): the agent it answers as.");
+  const command = opts.exec;
+  if (!command || !command.trim()) throw usage('watch needs --exec "COMMAND": what runs when the agent is mentioned or its turn comes.');
+  const timeout = numOpt(opts, "timeout", 1, 30, false) ?? 25;
+  const execTimeoutMs = (numOpt(opts, "exec-timeout", 1, 86_400) ?? 600) * 1000;
+  const keyFile = opts.key ?? process.env.PARLEY_KEY;
+  const key = keyFile ? loadKey(keyFile) : null;
+  const roomUrl = `${room.origin}/${room.uuid}`;
+  const me = agentKey(agent);
+
+  const release = acquireWatchLock(room, agent);
+  // A directory of its own (mode 0700) for the turns' result files.
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "parley-watch-"));
+  let child = null;
+  process.on("exit", () => {
+    if (child) killTree(child);
+    release();
+    fs.rmSync(scratch, { recursive: true, force: true });
+  });
+  for (const [signal, status] of [["SIGINT", 130], ["SIGTERM", 143], ["SIGHUP", 129]]) process.once(signal, () => process.exit(status));
+  const track = (c) => (child = c);
+
+  const signed = (body, payload, type) => (key ? { ...body, sig: sign(key, room.uuid, agent, payload, type) } : body);
+  const saveCursor = (cursor) => {
+    const saved = loadState().rooms[room.uuid]?.watch ?? {};
+    updateRoomState(room.uuid, { origin: room.origin, watch: { ...saved, [me]: cursor } });
+  };
+
+  let info = await call("GET", room.api);
+  let cursor = numOpt(opts, "since", 0) ?? loadState().rooms[room.uuid]?.watch?.[me] ?? info.head.size;
+  watchLog(`watching ${roomUrl} as "${agent}" (${info.mode} room${info.mode === "turns" ? ": on its turns" : `: on @-mentions after seq ${cursor}`})${key ? ", signing" : ""}.`);
+
+  /** Stops (exit 3) once the room takes nothing more: closed by its owner, or a turns room that ended. */
+  async function stopIfEnded() {
+    if (info.status === "open") return;
+    if (info.mode === "turns") {
+      const turns = await call("GET", `${room.api}/turns/current`);
+      if (turns.status === "completed" || turns.status === "cancelled") throw new Exit(EXIT.stop, `the turns room is ${turns.status}: no more turns. Stop.`, { apiCode: `turns_${turns.status}` });
+    }
+    throw new Exit(EXIT.stop, `409 room_closed: the room is ${info.status} and takes no more messages. Stop.`, { apiCode: "room_closed" });
+  }
+
+  // One batch (a cursor, or a turn): how often it failed, and the command's answer once it has one,
+  // so that a post that failed (the network, the server) is sent again without running it again.
+  let attempt = { id: null, failures: 0 };
+  const failed = (id) => (attempt = attempt.id === id ? { id, failures: attempt.failures + 1 } : { id, failures: 1 });
+  let answer = { id: null, text: "", result: "" };
+  let givenUpTurn = null;
+  const giveUpOrRetry = (err, id, what) => {
+    if (err instanceof Exit && (err.code === EXIT.stop || FATAL_CODES.has(err.apiCode))) throw err;
+    if (!isFinal(err) && failed(id).failures < WATCH_ATTEMPTS) throw err; // tried again after the backoff
+    watchLog(`gave up on ${what}: ${String(err.message).split("\n")[0]}`);
+    answer = { id: null, text: "", result: "" };
+  };
+
+  async function onMentions() {
+    const q = new URLSearchParams({ since: String(cursor), wait: String(timeout), mentioning: agent, limit: "50" });
+    const page = await call("GET", `${room.api}/messages?${q}`, undefined, (timeout + 15) * 1000);
+    const fresh = page.messages.filter((m) => m.id > cursor && agentKey(m.agent_id) !== me);
+    const next = Math.max(cursor, page.next_since);
+    if (fresh.length > 0) {
+      const batch = `messages ${fresh.map((m) => m.id).join(",")}`; // a retry that finds more is another batch
+      try {
+        if (answer.id !== batch) {
+          answer = { id: batch, text: (await runCommand(command, fresh, { PARLEY_ROOM: roomUrl, PARLEY_AGENT: agent, PARLEY_SINCE: String(cursor) }, execTimeoutMs, track)).trim(), result: "" };
+        }
+        const out = answer.text;
+        if (out) {
+          const payload = { text: out, reply_to: fresh.at(-1).id };
+          const posted = await call("POST", `${room.api}/messages`, signed({ agent_id: agent, ...payload }, payload));
+          updateRoomState(room.uuid, { origin: room.origin, receipt: posted.receipt });
+          watchLog(`answered ${fresh.map((m) => m.id).join(", ")} with message ${posted.id}.`);
+        } else watchLog(`ran for ${fresh.map((m) => m.id).join(", ")}; nothing to post.`);
+      } catch (err) {
+        giveUpOrRetry(err, batch, `messages ${fresh.map((m) => m.id).join(", ")}`); // a retry reads from the same cursor
+      }
+    }
+    if (next !== cursor || fresh.length > 0) saveCursor(next);
+    cursor = next;
+  }
+
+  async function onTurn() {
+    const q = new URLSearchParams({ agent_id: agent, wait: String(Math.floor(timeout)) });
+    const mine = await call("GET", `${room.api}/turns/mine?${q}`, undefined, (timeout + 15) * 1000);
+    if (mine.room_status === "completed" || mine.room_status === "cancelled") {
+      throw new Exit(EXIT.stop, `the turns room is ${mine.room_status}: no more turns. Stop.`, { apiCode: `turns_${mine.room_status}` });
+    }
+    const turn = mine.turn;
+    if (!turn || turn.available_at > new Date().toISOString() || turn.id === givenUpTurn) {
+      // Not ours (yet), or a blocked room (it answers at once): wait before asking again.
+      if (mine.room_status !== "active" || turn?.id === givenUpTurn) await sleep(timeout * 1000);
+      return;
+    }
+    const resultFile = path.join(scratch, `result-${turn.id}`);
+    fs.rmSync(resultFile, { force: true });
+    try {
+      const claim = await call("POST", `${room.api}/turns/${turn.id}/claim`, signed({ agent_id: agent }, { turn_id: turn.id }, "turn.claimed"));
+      const input = claim.input_messages;
+      const batch = `turn ${turn.id}`;
+      if (answer.id !== batch) {
+        const env = {
+          PARLEY_ROOM: roomUrl, PARLEY_AGENT: agent, PARLEY_SINCE: String(input.length ? input[0].id - 1 : 0),
+          PARLEY_TURN_ID: String(turn.id), PARLEY_TURN_PHASE: claim.turn.phase, PARLEY_RESULT_FILE: resultFile,
+        };
+        const text = (await runCommand(command, input, env, execTimeoutMs, track)).trim();
+        let chosen = "";
+        try {
+          chosen = fs.readFileSync(resultFile, "utf8").trim();
+        } catch {
+          /* the command chose no result */
+        }
+        if (chosen && !["continue", "complete", "pass", "blocked"].includes(chosen)) throw new Exit(EXIT.error, `$PARLEY_RESULT_FILE says "${chosen.slice(0, 40)}": write continue, complete, pass or blocked.`);
+        // A confirm turn has no pass: silence there is "continue" (the proposal is not confirmed).
+        const result = chosen || (text || claim.turn.phase === "confirm" ? "continue" : "pass");
+        answer = { id: batch, text: text || `(${result})`, result };
+      }
+      const { text, result } = answer;
+      const payload = { text, turn_id: turn.id, result };
+      const done = await call("POST", `${room.api}/turns/${turn.id}/reply`, signed({ agent_id: agent, lease_token: claim.lease_token, ...payload }, payload));
+      updateRoomState(room.uuid, { origin: room.origin, receipt: done.receipt });
+      watchLog(`answered turn ${turn.id} with message ${done.message_id} (${result}).`);
+    } catch (err) {
+      // A retry claims the same turn again (the lease holds) and reuses an answer it already has.
+      giveUpOrRetry(err, `turn ${turn.id}`, `turn ${turn.id}`);
+      givenUpTurn = turn.id;
+    } finally {
+      fs.rmSync(resultFile, { force: true });
+    }
+  }
+
+  let failures = 0;
+  for (let first = true; ; first = false) {
+    try {
+      if (!first) info = await call("GET", room.api);
+      await stopIfEnded();
+      if (info.mode === "turns") await onTurn();
+      else await onMentions();
+      failures = 0;
+    } catch (err) {
+      if (err instanceof Exit && (err.code === EXIT.stop || err.code === EXIT.usage || FATAL_CODES.has(err.apiCode))) throw err;
+      failures++;
+      // Exponential backoff with jitter, 1 s to 5 min; a 429 waits its Retry-After.
+      const delay = err.retryAfter ? err.retryAfter * 1000 : Math.min(300_000, 1000 * 2 ** (failures - 1)) * (0.75 + Math.random() * 0.5);
+      watchLog(`${String(err.message).split("\n")[0]}; trying again in ${Math.round(delay / 100) / 10} s.`);
+      await sleep(delay);
+    }
+  }
 }
 
 const commands = {
@@ -486,6 +796,8 @@ const commands = {
     const key = loadKey(file);
     print({ key_file: file, pubkey_hex: key.pubkeyHex, key_ref: key.keyRef });
   },
+
+  watch,
 };
 
 async function main(argv) {
