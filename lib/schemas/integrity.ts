@@ -22,7 +22,8 @@ export const inclusionProof = z.object({
   leaf_hash: z.string(),
   proof: z.array(z.string()),
   root: z.string(),
-  checkpoint: z.string(),
+  /** The checkpoint signed at `size`; null for a size inside a committed batch (none was signed there). */
+  checkpoint: z.string().nullable(),
 });
 
 export const consistencyProof = z.object({

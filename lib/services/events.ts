@@ -4,7 +4,7 @@ import { eventLeafHash, type EventSig, type LogEvent } from "../log/event";
 import { frontierAppend, frontierFromHex, frontierRoot, frontierToHex } from "../log/merkle";
 import { eventProblem, type EventType } from "../domain/catalogue";
 import { eventToRow } from "../store/rows";
-import type { RoomRow, StoreWriter } from "../store/types";
+import type { EventRow, RoomRow, StoreWriter } from "../store/types";
 import { project, type Parts, type Projected } from "./projector";
 import { isoNow, roomLife, type Services } from "./context";
 import { expiresAt } from "../domain/room";
@@ -42,10 +42,11 @@ export interface Appended {
 /**
  * The one function that appends to a room's log. It must run inside `write(svc, [room], …)`: the
  * room's lock serialises appends, so seq has no gaps and prev never forks. It checks the event
- * against the catalogue, extends the Merkle frontier (no rehash of the room), signs the new
- * checkpoint, lets the projector write the projections the event changes (`parts`: what the caller
- * loaded of them) and moves the head. Every event of one transaction carries the transaction's
- * time (`tx.now`).
+ * against the catalogue, extends the Merkle frontier (no rehash of the room), lets the projector
+ * write the projections the event changes (`parts`: what the caller loaded of them) and moves the
+ * head. The event row and the room's head are written, and the checkpoint signed, once per room
+ * when the transaction's work is done (SPEC 4.3: one checkpoint per committed batch; the receipt
+ * gets it then). Every event of one transaction carries the transaction's time (`tx.now`).
  */
 export async function appendEvent(svc: Services, tx: Tx, room: RoomRow, input: NewEvent, parts: Parts = {}): Promise<Appended> {
   // What agents and the owner write; the arbiter only quotes text that was screened on its way in.
@@ -69,15 +70,12 @@ export async function appendEvent(svc: Services, tx: Tx, room: RoomRow, input: N
   const leafHex = bytesToHex(leaf);
   const frontier = frontierAppend(frontierFromHex(JSON.parse(room.frontier) as string[]), room.headSize, leaf);
   const root = frontierRoot(frontier);
-  const checkpoint = signCheckpoint({
-    origin: `${svc.originHost}/room/${room.uuid}`,
-    size: seq,
-    root,
-    keyName: svc.key.keyName,
-    pubkey: svc.key.pubkey,
-    sign: svc.key.sign,
-  });
-  await tx.insertEvent(eventToRow(event, leafHex, checkpoint));
+  const row = eventToRow(event, leafHex, "");
+  const receipt: Receipt = { seq, leaf_hash: leafHex, checkpoint: "" };
+  const head = tx.heads.get(room.uuid) ?? { room, root, rows: [], receipts: [] };
+  tx.heads.set(room.uuid, head);
+  head.rows.push(row);
+  head.receipts.push(receipt);
   const { patch, projected } = await project(tx, room, event, leafHex, parts);
   // What agents and the owner do keeps a room alive (messages, claims, heartbeats, votes); what the
   // server and the arbiter do on their own does not.
@@ -93,15 +91,71 @@ export async function appendEvent(svc: Services, tx: Tx, room: RoomRow, input: N
     headLeaf: leafHex,
     headRoot: bytesToBase64(root),
     frontier: JSON.stringify(frontierToHex(frontier)),
-    checkpoint,
   };
-  await tx.updateRoomAfterAppend(room.uuid, after);
+  head.room = after;
+  head.root = root;
   for (const hook of svc.appendHooks) await hook(tx, event, after);
-  return { event, leafHash: leafHex, receipt: { seq, leaf_hash: leafHex, checkpoint }, room: after, projected };
+  return { event, leafHash: leafHex, receipt, room: after, projected };
 }
 
-/** A write transaction as the services see it: the store's writer plus the one time all its events carry. */
-export type Tx = StoreWriter & { readonly now: string };
+/** A room's appends in the open transaction, written and signed when its work is done. */
+interface PendingHead {
+  /** The room row after the last append (its checkpoint is set when signed). */
+  room: RoomRow;
+  root: Uint8Array;
+  rows: EventRow[];
+  receipts: Receipt[];
+}
+
+/**
+ * A write transaction as the services see it: the store's writer plus the one time all its events
+ * carry, and the heads it has moved (reads of the room row and its events inside the transaction
+ * see them before they are written).
+ */
+export type Tx = StoreWriter & { readonly now: string; readonly heads: Map<string, PendingHead> };
+
+function txOn(svc: Services, w: StoreWriter): Tx {
+  const heads = new Map<string, PendingHead>();
+  return Object.assign(Object.create(w) as StoreWriter, {
+    now: isoNow(svc),
+    heads,
+    getRoom: async (uuid: string) => heads.get(uuid)?.room ?? (await w.getRoom(uuid)),
+    listEvents: async (room: string, since: number, limit: number) => {
+      const pending = heads.get(room)?.rows.filter((r) => r.seq > since) ?? [];
+      return [...(await w.listEvents(room, since, limit)), ...pending].slice(0, limit);
+    },
+    // A write that fails inside a savepoint (group commit) leaves no pending append behind.
+    savepoint: async <T>(fn: () => Promise<T>): Promise<T> => {
+      const saved = new Map([...heads].map(([k, h]) => [k, { ...h, rows: [...h.rows], receipts: [...h.receipts] }]));
+      try {
+        return await w.savepoint(fn);
+      } catch (err) {
+        heads.clear();
+        for (const [k, h] of saved) heads.set(k, h);
+        throw err;
+      }
+    },
+  });
+}
+
+/** Writes each moved room's events and head, with one signed checkpoint for the batch's last size. */
+async function signHeads(svc: Services, w: StoreWriter, heads: Map<string, PendingHead>): Promise<void> {
+  for (const [uuid, head] of heads) {
+    const checkpoint = signCheckpoint({
+      origin: `${svc.originHost}/room/${uuid}`,
+      size: head.room.headSize,
+      root: head.root,
+      keyName: svc.key.keyName,
+      pubkey: svc.key.pubkey,
+      sign: svc.key.sign,
+    });
+    head.rows.at(-1)!.checkpoint = checkpoint;
+    for (const row of head.rows) await w.insertEvent(row);
+    head.room.checkpoint = checkpoint;
+    await w.updateRoomAfterAppend(uuid, head.room);
+    for (const receipt of head.receipts) receipt.checkpoint = checkpoint;
+  }
+}
 
 /** `seconds` after the transaction's time. */
 export const txAfter = (tx: Tx, seconds: number) => new Date(Date.parse(tx.now) + seconds * 1000).toISOString();
@@ -112,7 +166,12 @@ export const txAfter = (tx: Tx, seconds: number) => new Date(Date.parse(tx.now) 
  */
 export async function write<T>(svc: Services, rooms: readonly string[], fn: (tx: Tx) => Promise<T>): Promise<T> {
   try {
-    return await svc.store.write(rooms, (w) => fn(Object.assign(Object.create(w) as StoreWriter, { now: isoNow(svc) })));
+    return await svc.store.write(rooms, async (w) => {
+      const tx = txOn(svc, w);
+      const value = await fn(tx);
+      await signHeads(svc, w, tx.heads);
+      return value;
+    });
   } finally {
     // A write may change a room row without moving its head (the arbiter's usage): read it again.
     for (const room of rooms) svc.roomRows.forget(room);

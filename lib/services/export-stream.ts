@@ -47,12 +47,13 @@ export async function exportStream(svc: Services, rawRoomId: string): Promise<{ 
   const size = room.headSize;
 
   // Rows past the snapshot's size were appended during the export: they are not in this bundle.
-  const page = <R extends { seq: number }>(rows: R[], item: (row: R) => unknown) => {
+  const page = <R extends { seq: number }>(rows: R[], item: (row: R) => unknown, keep: (row: R) => boolean = () => true) => {
     const kept = rows.filter((r) => r.seq <= size);
-    return { items: kept.map((r) => JSON.stringify(item(r))), last: kept.at(-1)?.seq ?? size, done: rows.length < PAGE || kept.length < rows.length };
+    return { items: kept.filter(keep).map((r) => JSON.stringify(item(r))), last: kept.at(-1)?.seq ?? size, done: rows.length < PAGE || kept.length < rows.length };
   };
   const events: Pager = async (after) => page(await svc.store.listEvents(room.uuid, after, PAGE), eventFromRow);
-  const checkpoints: Pager = async (after) => page(await svc.store.listEvents(room.uuid, after, PAGE), (r) => r.checkpoint);
+  // One checkpoint per committed batch: the events inside a batch carry none.
+  const checkpoints: Pager = async (after) => page(await svc.store.listEvents(room.uuid, after, PAGE), (r) => r.checkpoint, (r) => r.checkpoint !== "");
   const messages: Pager = async (after) => page(await svc.store.listMessages(room.uuid, after, PAGE), messageFromRow);
 
   // The parts in order: fixed text, or a list read page by page (`expected`: its exact length, if known).
@@ -60,7 +61,7 @@ export async function exportStream(svc: Services, rawRoomId: string): Promise<{ 
     `${opening},"events":[`,
     { pager: events, expected: size },
     `],"checkpoints":[`,
-    { pager: checkpoints, expected: size },
+    { pager: checkpoints },
     `],"projections":{"room":${JSON.stringify(projectedRoom)},"messages":[`,
     { pager: messages },
     `],${closing}}`,
