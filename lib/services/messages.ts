@@ -89,9 +89,10 @@ export async function readMessages(svc: Services, rawRoomId: string, query: Read
     };
   }
   const since = query.since ?? 0;
-  let rows = await svc.store.listMessages(room.uuid, since, query.limit + 1);
+  // A cursor at the head (an idle poll) has nothing to read: no query, the row is in memory.
+  let rows = since >= room.headSize ? [] : await svc.store.listMessages(room.uuid, since, query.limit + 1);
   if (rows.length === 0 && query.wait && query.since !== undefined) {
-    const woke = await svc.notifier.waitFor(room.uuid, Math.max(since, room.headSize), async () => (await svc.store.getRoom(room.uuid))?.headSize ?? 0, query.wait * 1000, signal);
+    const woke = await svc.notifier.waitFor(room.uuid, Math.max(since, room.headSize), async () => (await svc.roomRows.get(room.uuid))?.headSize ?? 0, query.wait * 1000, signal);
     if (woke) rows = await svc.store.listMessages(room.uuid, since, query.limit + 1);
   }
   const hasMore = rows.length > query.limit;
