@@ -27,7 +27,7 @@ import { webhookAppendHook } from "./lib/webhooks/outbox";
 import { deliverDue, pruneDeliveries, sweepNearExpiry } from "./lib/webhooks/worker";
 
 const ROOT = path.dirname(fileURLToPath(import.meta.url));
-const API_PATHS = /^\/(api(\/|$)|mcp(\/|$)|a2a(\/|$)|skill(\/|$)|parley-skill\.tar\.gz$|health$|metrics$|openapi\.json$|docs$|agents\.md$|llms\.txt$|\.well-known\/)/;
+const API_PATHS = /^\/(api(\/|$)|admin(\/|$)|mcp(\/|$)|a2a(\/|$)|skill(\/|$)|parley-skill\.tar\.gz$|health$|metrics$|openapi\.json$|docs$|agents\.md$|llms\.txt$|\.well-known\/)/;
 
 export interface StartOptions {
   config?: Config;

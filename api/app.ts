@@ -20,6 +20,8 @@ import { skillRoutes } from "./routes/skill";
 import { taskRoutes } from "./routes/tasks";
 import { turnRoutes } from "./routes/turns";
 import { webhookRoutes } from "./routes/webhooks";
+import { adminRoutes } from "./routes/admin";
+import { reportRoutes } from "./routes/reports";
 
 const MAX_BODY_BYTES = 64 * 1024;
 
@@ -83,6 +85,8 @@ export function createApiApp(svc: Services): Hono<Env> {
   taskRoutes(app, svc);
   turnRoutes(app, svc);
   webhookRoutes(app, svc);
+  reportRoutes(app, svc);
+  adminRoutes(app, svc);
   arbiterRoutes(app, svc);
   mcpRoutes(app, svc);
   a2aRoutes(app, svc);

@@ -42,6 +42,7 @@ export const ERROR_STATUS = {
   headers_too_large: 431,
   room_full: 429,
   rate_limited: 429,
+  loop_guard: 429,
   internal_error: 500,
   arbiter_failed: 502,
   arbiter_unavailable: 503,

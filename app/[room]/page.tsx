@@ -4,6 +4,7 @@ import { cache } from "react";
 import { notFound } from "next/navigation";
 import { IntegrityPanel } from "../../components/IntegrityPanel";
 import { LedgerPanel } from "../../components/LedgerPanel";
+import { ReportRoom } from "../../components/ReportRoom";
 import { RoomEventsProvider } from "../../components/RoomEvents";
 import { RoomFeed } from "../../components/RoomFeed";
 import { RoomHeader } from "../../components/RoomHeader";
@@ -101,6 +102,7 @@ export default async function RoomPage({ params }: Props) {
         <TaskBoard roomId={room.uuid} initialTasks={board} now={now} />
       </RoomEventsProvider>
       <IntegrityPanel key={`integrity-${room.uuid}`} roomId={room.uuid} headSize={room.head.size} />
+      <ReportRoom roomId={room.uuid} />
     </div>
   );
 }

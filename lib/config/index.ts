@@ -1,6 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { AGREE_QUORUM_DEFAULT } from "../domain/ledger";
+import type { LoopGuardLimits } from "../domain/loop-guard";
 import { validHostPort } from "./origin";
 
 /** Durations accept plain seconds ("3600") or a number with a unit: 90s, 15m, 72h, 30d. */
@@ -61,6 +62,14 @@ const schema = z.object({
   PARLEY_RATE_AGENT_POSTS_PER_MINUTE: int(0, 1_000_000).default(30),
   PARLEY_RATE_REQUESTS_PER_MINUTE: int(0, 1_000_000).default(600),
   PARLEY_RATE_WEBHOOKS_PER_HOUR: int(0, 1_000_000).default(20),
+  PARLEY_RATE_REPORTS_PER_HOUR: int(0, 1_000_000).default(10),
+  // Operators (README "Operators"): the loop guard of open rooms, the admin console's session, reports.
+  PARLEY_LOOP_GUARD_STREAK: int(0, 100_000).default(20),
+  PARLEY_LOOP_GUARD_PAUSE: duration.default(60_000),
+  PARLEY_LOOP_GUARD_PAIR: int(0, 100_000).default(60),
+  PARLEY_LOOP_GUARD_WINDOW: duration.default(10 * 60_000),
+  PARLEY_ADMIN_SESSION_TTL: duration.default(12 * 3_600_000),
+  PARLEY_ADMIN_WEBHOOK_URL: url.optional(),
   // Webhooks (README "Webhooks"): the worker's pace, the retry schedule, when a webhook is disabled.
   PARLEY_WEBHOOK_ALLOW_PRIVATE: z.enum(["0", "1"], { error: "must be 0 or 1" }).default("0"),
   PARLEY_WEBHOOK_INTERVAL: duration.default(1_000),
@@ -180,11 +189,17 @@ export type Config = {
   keySeedHex?: string;
   keyName: string;
   adminToken?: string;
+  /** How long an admin console session lasts. */
+  adminSessionTtlMs: number;
+  /** Abuse reports are also POSTed here (one attempt). */
+  adminWebhookUrl?: string;
+  /** The loop guard of open rooms (lib/domain/loop-guard.ts). */
+  loopGuard: LoopGuardLimits;
   roomMessageCap: number;
   roomIdleTtlMs: number;
   roomMaxTtlMs: number;
   trustProxy: number;
-  rate: { roomsPerHour: number; postsPerMinute: number; agentPostsPerMinute: number; requestsPerMinute: number; webhooksPerHour: number };
+  rate: { roomsPerHour: number; postsPerMinute: number; agentPostsPerMinute: number; requestsPerMinute: number; webhooksPerHour: number; reportsPerHour: number };
   webhooks: WebhookConfig;
   /** A request whose headers and body are not all in after this long is closed (408). */
   requestReadTimeoutMs: number;
@@ -233,6 +248,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     keySeedHex: e.PARLEY_KEY,
     keyName: e.PARLEY_KEY_NAME ?? (e.PARLEY_PUBLIC_URL ? new URL(e.PARLEY_PUBLIC_URL).host : "localhost"),
     adminToken: e.PARLEY_ADMIN_TOKEN,
+    adminSessionTtlMs: e.PARLEY_ADMIN_SESSION_TTL,
+    adminWebhookUrl: e.PARLEY_ADMIN_WEBHOOK_URL,
+    loopGuard: {
+      streak: e.PARLEY_LOOP_GUARD_STREAK,
+      pauseMs: e.PARLEY_LOOP_GUARD_PAUSE,
+      pair: e.PARLEY_LOOP_GUARD_PAIR,
+      windowMs: e.PARLEY_LOOP_GUARD_WINDOW,
+    },
     roomMessageCap: e.PARLEY_ROOM_MESSAGE_CAP,
     roomIdleTtlMs: e.PARLEY_ROOM_IDLE_TTL,
     roomMaxTtlMs: e.PARLEY_ROOM_MAX_TTL,
@@ -243,6 +266,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       agentPostsPerMinute: e.PARLEY_RATE_AGENT_POSTS_PER_MINUTE,
       requestsPerMinute: e.PARLEY_RATE_REQUESTS_PER_MINUTE,
       webhooksPerHour: e.PARLEY_RATE_WEBHOOKS_PER_HOUR,
+      reportsPerHour: e.PARLEY_RATE_REPORTS_PER_HOUR,
     },
     webhooks: {
       allowPrivate: e.PARLEY_WEBHOOK_ALLOW_PRIVATE === "1",

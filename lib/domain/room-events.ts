@@ -17,8 +17,12 @@ export const ROOM_EVENTS = defineEvents("room", {
     }),
     server: z.looseObject({ expires_at: isoTime.optional(), agree_quorum: z.number().int().positive().optional() }),
   },
-  "room.closed": { payload: z.looseObject({}) },
-  "room.reopened": { payload: z.looseObject({}) },
+  // By the owner, or by the operator (actor "admin", with the reason it gave).
+  "room.closed": { payload: z.looseObject({ reason: z.string().optional() }) },
+  "room.reopened": { payload: z.looseObject({ reason: z.string().optional() }) },
+  // The operator takes a room off the public list, or puts it back; the room itself is unchanged.
+  "room.hidden": { payload: z.looseObject({ reason: z.string().optional() }) },
+  "room.unhidden": { payload: z.looseObject({ reason: z.string().optional() }) },
 });
 
 /** The room projection that the log determines. */

@@ -24,5 +24,9 @@ export function roomStatusAfter(status: RoomStatus, eventType: string): RoomStat
   return status;
 }
 
-/** Actor names the service writes under in the log (room owner actions, the arbiter, the server itself). */
-export const SERVICE_ACTORS: ReadonlySet<string> = new Set(["server", "arbiter", "owner"]);
+/**
+ * Actor names the service writes under in the log (room owner actions, the operator's admin
+ * actions, the arbiter, the server itself): no agent may take them, their events are not an
+ * agent's (no key pinning, not counted as an agent of the room).
+ */
+export const SERVICE_ACTORS: ReadonlySet<string> = new Set(["server", "arbiter", "owner", "admin"]);

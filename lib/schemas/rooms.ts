@@ -44,6 +44,13 @@ export const roomInfo = roomSummary.extend({
   last_extraction_error: z.string().nullable(),
   arbiter: z.object({ calls: z.number().int(), tokens: z.number().int(), items: z.number().int(), last_extracted_msg_id: z.number().int() }),
   head: roomHead,
+  // The loop guard's counters (open rooms; null in a turns room): what the next post is judged by.
+  loop_guard: z
+    .object({
+      streak: z.object({ agent_id: z.string(), count: z.number().int(), limit: z.number().int() }).nullable(),
+      pair: z.object({ agents: z.array(z.string()), count: z.number().int(), limit: z.number().int(), window_s: z.number().int() }).nullable(),
+    })
+    .nullable(),
 });
 
 export const createdRoom = z.object({

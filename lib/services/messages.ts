@@ -10,6 +10,7 @@ import { isoNow, type Caller, type Services } from "./context";
 import { appendEvent, queuedWrite, type Receipt, type Tx } from "./events";
 import { parseRoomId, requireOpenRoom, requireRoom, requireTurnToPost } from "./access";
 import { checkAgentSignature, type SignatureInput } from "./signatures";
+import { guardPost } from "./loop-guard";
 
 function signatureOf(input: PostMessageInput): SignatureInput | undefined {
   if (input.sig) return { kind: "v1", ...input.sig };
@@ -39,16 +40,22 @@ export async function postMessage(svc: Services, caller: Caller, rawRoomId: stri
   if (input.reply_to != null) payload.reply_to = input.reply_to;
   if (input.memory_root != null) payload.memory_root = input.memory_root;
 
-  return queuedWrite(svc, id, async (tx) => {
+  const posted = await queuedWrite(svc, id, async (tx) => {
     const room = await requireOpenRoom(svc, id, tx);
     if (room.mode === "turns") await requireTurnToPost(svc, tx, room, input.agent_id);
     if (input.reply_to != null && !(await tx.hasMessage(room.uuid, input.reply_to))) {
       throw new ParleyError("validation_error", `reply_to: no message with id ${input.reply_to} in this room.`);
     }
+    // The loop guard (open rooms): a refusal is returned so that its alert commits, then thrown.
+    const guard = await guardPost(svc, tx, room, input.agent_id);
+    if (guard.refusal) return guard.refusal;
     const sig = await checkAgentSignature(svc, tx, { room: room.uuid, type: "message.posted", actor: input.agent_id, payload, seq: room.headSize + 1, signature: signatureOf(input) });
     const { message, appended } = await appendMessage(svc, tx, room, input.agent_id, payload, sig);
+    await guard.posted();
     return { ...message, receipt: appended.receipt };
   });
+  if (posted instanceof ParleyError) throw posted;
+  return posted;
 }
 
 /**

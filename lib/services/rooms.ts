@@ -5,7 +5,7 @@ import { ZERO_HASH_HEX } from "../log/event";
 import { bytesToBase64 } from "../log/bytes";
 import { EMPTY_ROOT } from "../log/merkle";
 import type { CreateRoomInput, ListRoomsInput } from "../schemas/rooms";
-import type { RoomRow } from "../store/types";
+import type { RoomRow, StoreReader } from "../store/types";
 import { isoNow, roomLife, type Caller, type Services } from "./context";
 import { hashToken, parseRoomId, requireOwner, requireRoom } from "./access";
 import { refuseSecrets } from "../domain/secrets";
@@ -15,6 +15,9 @@ import type { TurnsConfigInput } from "../schemas/turns";
 import type { TurnsConfig } from "../domain/turns";
 import { speakingOrder } from "../domain/turns";
 import { startTurns } from "./turns";
+import { audit, type AdminActor } from "../admin/audit";
+import { isAdminToken } from "../admin/auth";
+import { loopGuardOf } from "./loop-guard";
 
 /** The turns config as logged: participants in speaking order, every default filled in. */
 function turnsConfig(t: TurnsConfigInput): TurnsConfig {
@@ -70,6 +73,7 @@ export async function createRoom(svc: Services, caller: Caller, input: CreateRoo
       arbiterTokens: 0,
       arbiterItems: 0,
       lastExtractionError: null,
+      hidden: false,
     };
     await tx.insertRoom(row);
     const created = await appendEvent(svc, tx, row, { type: "room.created", actor: "server", payload, server: { expires_at: expires, agree_quorum: svc.config.agreeQuorum } });
@@ -117,8 +121,13 @@ export function roomInfo(svc: Services, caller: Caller, room: RoomRow) {
   };
 }
 
+/** roomInfo and the loop guard's counters (read through `reader`: inside a transaction, the transaction). */
+async function roomInfoWithGuard(svc: Services, caller: Caller, room: RoomRow, reader: Pick<StoreReader, "recentSpeakers"> = svc.store, nowMs?: number) {
+  return { ...roomInfo(svc, caller, room), loop_guard: await loopGuardOf(svc, reader, room, nowMs) };
+}
+
 export async function getRoom(svc: Services, caller: Caller, rawId: string) {
-  return roomInfo(svc, caller, await requireRoom(svc, rawId));
+  return roomInfoWithGuard(svc, caller, await requireRoom(svc, rawId));
 }
 
 export async function listRooms(svc: Services, caller: Caller, query: ListRoomsInput) {
@@ -126,31 +135,71 @@ export async function listRooms(svc: Services, caller: Caller, query: ListRoomsI
   return { rooms: rows.map((r) => roomSummary(caller, r)), total };
 }
 
-async function setRoomStatus(svc: Services, caller: Caller, rawId: string, bearer: string | undefined, closed: boolean) {
+/** Who changes a room's status: its owner (the owner token), or the operator (the admin token or console). */
+export type StatusActor = { owner: true } | { admin: AdminActor; reason?: string };
+
+/**
+ * Closes or reopens a room as `who`. A room the operator closed stays closed for its owner: only
+ * the operator reopens it (its admin audit says who closed it last).
+ */
+export async function setRoomStatusAs(svc: Services, caller: Caller, rawId: string, closed: boolean, who: StatusActor, check: (room: RoomRow) => void = () => {}) {
   const type = closed ? "room.closed" : "room.reopened";
   const id = parseRoomId(rawId);
   return write(svc, [id], async (tx) => {
     const room = await requireRoom(svc, id, tx);
-    requireOwner(svc, room, bearer);
+    check(room);
     // Closing a closed room (or reopening an open one) is a no-op, not a second event.
-    if ((room.status === "closed") === closed) return { ...roomInfo(svc, caller, room), receipt: null as Receipt | null };
+    if ((room.status === "closed") === closed) return { ...(await roomInfoWithGuard(svc, caller, room, tx, Date.parse(tx.now))), receipt: null as Receipt | null };
     const turnsStatus = room.mode === "turns" ? (await tx.getTurnsRoom(room.uuid))?.status : undefined;
     if (!closed && (turnsStatus === "completed" || turnsStatus === "cancelled")) {
       throw new ParleyError("room_closed", `This turns room is ${turnsStatus}: it stays read-only for good. Create a new room to go on.`);
     }
-    const appended = await appendEvent(svc, tx, room, { type, actor: "owner", payload: {} });
-    return { ...roomInfo(svc, caller, appended.room), receipt: appended.receipt as Receipt | null };
+    if (!closed && "owner" in who && (await tx.lastAudit(room.uuid, ["close", "reopen"]))?.action === "close") {
+      throw new ParleyError("forbidden", "The operator of this server closed this room; only the operator can reopen it.");
+    }
+    const reason = "admin" in who && who.reason ? who.reason : undefined;
+    const appended = await appendEvent(svc, tx, room, { type, actor: "owner" in who ? "owner" : "admin", payload: reason ? { reason } : {} });
+    if ("admin" in who) await audit(tx, who.admin, closed ? "close" : "reopen", { room: room.uuid, reason, detail: { seq: appended.event.seq } });
+    return { ...(await roomInfoWithGuard(svc, caller, appended.room, tx, Date.parse(tx.now))), receipt: appended.receipt as Receipt | null };
   });
+}
+
+/** The owner's door (POST /api/rooms/{id}/close, /reopen); the admin token there acts as the operator. */
+function setRoomStatus(svc: Services, caller: Caller, rawId: string, bearer: string | undefined, closed: boolean) {
+  if (isAdminToken(svc, bearer)) return setRoomStatusAs(svc, caller, rawId, closed, { admin: { via: "api", ip: caller.ip } });
+  return setRoomStatusAs(svc, caller, rawId, closed, { owner: true }, (room) => requireOwner(svc, room, bearer));
 }
 
 export const closeRoom = (svc: Services, caller: Caller, id: string, bearer?: string) => setRoomStatus(svc, caller, id, bearer, true);
 export const reopenRoom = (svc: Services, caller: Caller, id: string, bearer?: string) => setRoomStatus(svc, caller, id, bearer, false);
 
-export async function deleteRoom(svc: Services, rawId: string, bearer: string | undefined): Promise<{ deleted: string }> {
+/** DELETE /api/rooms/{id}: the owner token, or the admin token (then it is the operator's deletion, audited). */
+export async function deleteRoom(svc: Services, rawId: string, bearer: string | undefined, caller?: Caller): Promise<{ deleted: string }> {
+  if (isAdminToken(svc, bearer)) return removeRoom(svc, rawId, { admin: { via: "api", ip: caller?.ip ?? "unknown" } });
+  return removeRoom(svc, rawId, { owner: true }, (room) => requireOwner(svc, room, bearer));
+}
+
+/**
+ * Removes a room and everything it had (the cascade). The operator's deletion leaves an admin audit
+ * row (when, by which door, why, and the room's counts) and resolves the room's open reports.
+ */
+export async function removeRoom(svc: Services, rawId: string, who: StatusActor, check: (room: RoomRow) => void = () => {}): Promise<{ deleted: string }> {
   const id = parseRoomId(rawId);
   const { deleted } = await write(svc, [id], async (tx) => {
     const room = await requireRoom(svc, id, tx); // 410 for an expired room, swept or not, as on every route
-    requireOwner(svc, room, bearer);
+    check(room);
+    if ("admin" in who) {
+      const reason = who.reason ?? null;
+      const reports = await tx.resolveRoomReports(room.uuid, tx.now, `The room was deleted${reason ? `: ${reason}` : "."}`);
+      await audit(tx, who.admin, "delete", {
+        room: room.uuid,
+        reason,
+        detail: {
+          messages: room.messageCount, events: room.headSize, agents: room.agentCount, mode: room.mode, status: room.status,
+          is_public: room.isPublic, hidden: room.hidden, created_at: room.createdAt, description: room.description, reports_resolved: reports,
+        },
+      });
+    }
     await tx.deleteRoomData(room.uuid, false);
     return { deleted: room.uuid };
   });

@@ -9,6 +9,7 @@ import { migrate } from "drizzle-orm/node-postgres/migrator";
 import { ParleyError } from "../errors";
 import type { DeliveryRow, DeliveryStatus, Heads, MessageRow, RoomListQuery, RoomRow, Store, StoreReader, StoreWriter, WebhookRow } from "./repository";
 import * as rows from "./rows";
+import { adminPgReader, adminPgWriter } from "./admin-pg";
 
 const MIGRATIONS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../drizzle/pg");
 /** The advisory lock key that serialises migrations when several instances start at once. */
@@ -22,7 +23,7 @@ const ROOM_COLS = `uuid, description, is_public AS "isPublic", protocol_mode AS 
   owner_token_hash AS "ownerTokenHash", created_at AS "createdAt", last_activity_at AS "lastActivityAt", expires_at AS "expiresAt",
   message_count AS "messageCount", agent_count AS "agentCount", head_size AS "headSize", head_leaf AS "headLeaf",
   head_root AS "headRoot", frontier, checkpoint, arbiter_watermark AS "arbiterWatermark", arbiter_calls AS "arbiterCalls",
-  arbiter_tokens AS "arbiterTokens", arbiter_items AS "arbiterItems", last_extraction_error AS "lastExtractionError"`;
+  arbiter_tokens AS "arbiterTokens", arbiter_items AS "arbiterItems", last_extraction_error AS "lastExtractionError", hidden`;
 const EVENT_COLS = `room, seq, ts, type, actor, payload, server, prev, sig, leaf_hash AS "leafHash", checkpoint`;
 const MESSAGE_COLS = `room, seq, agent_id AS "agentId", text, ts, reply_to AS "replyTo", mentions, mention_keys AS "mentionKeys", auth, key_ref AS "keyRef",
   pubkey_hex AS "pubkeyHex", signature_hex AS "signatureHex", ts_iso AS "tsIso", memory_root AS "memoryRoot", hash`;
@@ -83,10 +84,11 @@ function readerOn(db: Queryable): StoreReader {
   const one = async <T>(text: string, values: unknown[] = [], name?: string): Promise<T | undefined> => (await all<T>(text, values, name))[0];
   const liveRoom = `r.status = 'open' AND r.expires_at > $1`;
   return {
+    ...adminPgReader(db),
     getRoom: (uuid) => one<RoomRow>(`SELECT ${ROOM_COLS} FROM rooms WHERE uuid = $1`, [uuid], "get_room"),
     async listPublicRooms(q: RoomListQuery) {
       const values: unknown[] = [q.now];
-      let where = `is_public AND status <> 'expired' AND expires_at > $1`;
+      let where = `is_public AND NOT hidden AND status <> 'expired' AND expires_at > $1`;
       if (q.q) {
         values.push(`%${q.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
         where += ` AND description LIKE $2`; // backslash is LIKE's default escape in PostgreSQL
@@ -219,6 +221,7 @@ function writerOn(client: pg.PoolClient, heads: Heads): StoreWriter {
   let savepoints = 0;
   return {
     ...readerOn(client),
+    ...adminPgWriter(client),
     insertRoom: async (r) =>
       void (await run(
         `INSERT INTO rooms (uuid, description, is_public, protocol_mode, mode, status, owner_token_hash, created_at, last_activity_at, expires_at,

@@ -6,6 +6,10 @@
 import type { Discrepancy, Handshake, Revision, Thread } from "../domain/ledger";
 import type { BoardAgent, TaskState, TaskStatus } from "../domain/tasks";
 import type { TurnState, TurnsRoom } from "../domain/turns";
+import type { AdminReader, AdminWriter } from "./admin-types";
+
+// ---- the operator's: abuse reports, the admin audit, the loop guard's alerts (lib/store/admin-types.ts) ----
+export type * from "./admin-types";
 
 /** A room and its head: the projection of its room.* events plus the log head. */
 export interface RoomRow {
@@ -31,6 +35,8 @@ export interface RoomRow {
   arbiterTokens: number;
   arbiterItems: number;
   lastExtractionError: string | null;
+  /** Taken off the public list by the operator (written beside its room.hidden / room.unhidden event). */
+  hidden: boolean;
 }
 
 export interface EventRow {
@@ -290,10 +296,10 @@ export interface JobsStore {
 /** What a write transaction appended: the highest seq per room, announced after it commits. */
 export type Heads = Map<string, number>;
 
-export type StoreReader = RoomsReader & MessagesReader & LedgerReader & BoardReader & TurnsReader & WebhooksReader;
+export type StoreReader = RoomsReader & MessagesReader & LedgerReader & BoardReader & TurnsReader & WebhooksReader & AdminReader;
 
 /** Writes: only reachable inside Store.write, so every write is in one transaction. */
-export interface StoreWriter extends StoreReader, RoomsWriter, MessagesWriter, LedgerWriter, BoardWriter, TurnsWriter, WebhooksWriter {
+export interface StoreWriter extends StoreReader, RoomsWriter, MessagesWriter, LedgerWriter, BoardWriter, TurnsWriter, WebhooksWriter, AdminWriter {
   /** Runs fn in a savepoint: a throw rolls back fn's writes only (group commit). */
   savepoint<T>(fn: () => Promise<T>): Promise<T>;
 }

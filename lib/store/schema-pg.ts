@@ -30,6 +30,7 @@ export const rooms = pgTable(
     arbiterTokens: integer("arbiter_tokens").notNull().default(0),
     arbiterItems: integer("arbiter_items").notNull().default(0),
     lastExtractionError: text("last_extraction_error"),
+    hidden: boolean("hidden").notNull().default(false),
   },
   (t) => [
     index("rooms_public_activity").on(t.lastActivityAt).where(sql`is_public`),
@@ -289,4 +290,51 @@ export const webhookDeliveries = pgTable(
     index("webhook_deliveries_due").on(t.nextAttemptAt).where(sql`status IN ('pending', 'retrying')`),
     index("webhook_deliveries_webhook").on(t.webhookId, t.createdAt),
   ],
+);
+
+/** The operator's records, as in schema.ts: reports and the audit outlive their room, the loop guard's alerts do not. */
+export const abuseReports = pgTable(
+  "abuse_reports",
+  {
+    id: text("id").primaryKey(),
+    room: text("room").notNull(),
+    messageId: integer("message_id"),
+    reason: text("reason").notNull(),
+    reporter: text("reporter").notNull(),
+    createdAt: text("created_at").notNull(),
+    status: text("status").notNull(),
+    resolvedAt: text("resolved_at"),
+    resolution: text("resolution"),
+  },
+  (t) => [index("abuse_reports_status").on(t.status, t.createdAt), index("abuse_reports_room").on(t.room)],
+);
+
+export const adminAudit = pgTable(
+  "admin_audit",
+  {
+    id: text("id").primaryKey(),
+    at: text("at").notNull(),
+    action: text("action").notNull(),
+    room: text("room"),
+    reportId: text("report_id"),
+    reason: text("reason"),
+    via: text("via").notNull(),
+    ip: text("ip").notNull(),
+    detail: text("detail").notNull(),
+  },
+  (t) => [index("admin_audit_at").on(t.at), index("admin_audit_room").on(t.room, t.at)],
+);
+
+export const adminAlerts = pgTable(
+  "admin_alerts",
+  {
+    id: text("id").primaryKey(),
+    room: room(),
+    kind: text("kind").notNull(),
+    subject: text("subject").notNull(),
+    summary: text("summary").notNull(),
+    detail: text("detail").notNull(),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [index("admin_alerts_created").on(t.createdAt), index("admin_alerts_subject").on(t.room, t.kind, t.subject, t.createdAt)],
 );

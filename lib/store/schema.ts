@@ -28,6 +28,8 @@ export const rooms = sqliteTable(
     arbiterTokens: integer("arbiter_tokens").notNull().default(0),
     arbiterItems: integer("arbiter_items").notNull().default(0),
     lastExtractionError: text("last_extraction_error"),
+    // Taken off the public list by the operator (room.hidden / room.unhidden in the log).
+    hidden: integer("hidden", { mode: "boolean" }).notNull().default(false),
   },
   // Partial indexes: only public rooms are listed, so a post into a private room touches none of them.
   (t) => [
@@ -304,4 +306,55 @@ export const webhookDeliveries = sqliteTable(
     index("webhook_deliveries_due").on(t.nextAttemptAt).where(sql`status IN ('pending', 'retrying')`),
     index("webhook_deliveries_webhook").on(t.webhookId, t.createdAt),
   ],
+);
+
+/**
+ * The operator's records (lib/store/admin-types.ts), never log events. Abuse reports and the admin
+ * audit name their room without a foreign key: they outlive its deletion or expiry, which is
+ * what they are about. The loop guard's alerts go with their room.
+ */
+export const abuseReports = sqliteTable(
+  "abuse_reports",
+  {
+    id: text("id").primaryKey(),
+    room: text("room").notNull(),
+    messageId: integer("message_id"),
+    reason: text("reason").notNull(),
+    reporter: text("reporter").notNull(), // a keyed hash of the reporter's address, never the address
+    createdAt: text("created_at").notNull(),
+    status: text("status").notNull(), // open | resolved
+    resolvedAt: text("resolved_at"),
+    resolution: text("resolution"),
+  },
+  (t) => [index("abuse_reports_status").on(t.status, t.createdAt), index("abuse_reports_room").on(t.room)],
+);
+
+export const adminAudit = sqliteTable(
+  "admin_audit",
+  {
+    id: text("id").primaryKey(),
+    at: text("at").notNull(),
+    action: text("action").notNull(),
+    room: text("room"),
+    reportId: text("report_id"),
+    reason: text("reason"),
+    via: text("via").notNull(), // console | api
+    ip: text("ip").notNull(),
+    detail: text("detail").notNull(), // JSON: a deleted room's counts, …
+  },
+  (t) => [index("admin_audit_at").on(t.at), index("admin_audit_room").on(t.room, t.at)],
+);
+
+export const adminAlerts = sqliteTable(
+  "admin_alerts",
+  {
+    id: text("id").primaryKey(),
+    room: room(),
+    kind: text("kind").notNull(),
+    subject: text("subject").notNull(),
+    summary: text("summary").notNull(),
+    detail: text("detail").notNull(), // JSON
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [index("admin_alerts_created").on(t.createdAt), index("admin_alerts_subject").on(t.room, t.kind, t.subject, t.createdAt)],
 );

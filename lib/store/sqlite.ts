@@ -17,6 +17,7 @@ import { and, asc, count, desc, eq, gt, isNull, lte, ne, sql } from "drizzle-orm
 import * as schema from "./schema";
 import type { DeliveryRow, DeliveryStatus, Heads, RoomListQuery, Store, StoreReader, StoreWriter } from "./repository";
 import { MemoryBuckets } from "./memory-limits";
+import { adminReaderOn, adminWriterOn } from "./admin-sqlite";
 import * as rows from "./rows";
 
 const { rooms, events, messages, roomAgents, threads, revisions, discrepancies, handshakes, tasks, boardAgents, turnRooms, turns, webhooks, webhookDeliveries } = schema;
@@ -89,10 +90,12 @@ function readerOn(sqlite: Database.Database) {
     .where(eq(webhookDeliveries.webhookId, p("webhookId"))).groupBy(webhookDeliveries.status).prepare();
 
   const reader: StoreReader = {
+    ...adminReaderOn(sqlite),
     getRoom: async (uuid) => getRoom.get({ uuid }),
     async listPublicRooms(query: RoomListQuery) {
       const where = and(
         eq(rooms.isPublic, true),
+        eq(rooms.hidden, false),
         ne(rooms.status, "expired"),
         gt(rooms.expiresAt, query.now),
         // Wildcards in the search text are literal: escape them and name the escape character.
@@ -310,6 +313,7 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter {
 
   return {
     ...reader,
+    ...adminWriterOn(sqlite),
     insertRoom: async (r) => void insertRoom.run({ ...r, isPublic: bool(r.isPublic) }),
     updateRoomAfterAppend: async (uuid, r) => void updateRoomAfterAppend.run({ ...r, uuid }),
     updateArbiterState: async (uuid, state) => void db.update(rooms).set(state).where(eq(rooms.uuid, uuid)).run(),

@@ -11,6 +11,9 @@ export const NO_LIMITS = {
   PARLEY_RATE_POSTS_PER_MINUTE: "0",
   PARLEY_RATE_AGENT_POSTS_PER_MINUTE: "0",
   PARLEY_RATE_REQUESTS_PER_MINUTE: "0",
+  // The loop guard refuses an agent's long runs of messages: tests that post many in a row turn it on themselves.
+  PARLEY_LOOP_GUARD_STREAK: "0",
+  PARLEY_LOOP_GUARD_PAIR: "0",
 };
 
 export function tempDir(prefix = "parley-test-"): string {
