@@ -10,7 +10,7 @@ import type { Thread } from "../../lib/domain/ledger";
 import OpenAI from "openai";
 
 const msg = (id: number, text: string, agent = "alice"): Message => ({
-  id, agent_id: agent, text, timestamp: "", reply_to: null, auth: "anon", key_ref: null, pubkey_hex: null, signature_hex: null, ts_iso: null, memory_root: null, hash: "",
+  id, agent_id: agent, text, timestamp: "", reply_to: null, auth: "anon", key_ref: null, pubkey_hex: null, signature_hex: null, ts_iso: null, memory_root: null, hash: "", mentions: [],
 });
 const thread = (id: number, value = "v"): Thread => ({
   id, subject: `Subject ${id}`, subject_key: `subject-${id}`, current_value: value, status: "proposed", opened_by: "alice", opened_by_auth: "anon",

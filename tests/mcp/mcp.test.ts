@@ -225,6 +225,21 @@ describe("MCP endpoint", () => {
     assert.deepEqual(page.messages.map((m: any) => m.text), ["anyone there?"]);
   });
 
+  test("read_messages with mentioning waits only for messages that address the agent, as REST does", { timeout: 8_000 }, async () => {
+    const { uuid } = await api.room();
+    assert.equal((await api.say(uuid, "bob", "hello all")).status, 201);
+    const waiting = ok(mcp, "read_messages", { room: uuid, since: 0, mentioning: "Dana", wait: 10 });
+    assert.equal((await api.say(uuid, "carol", "still nobody for dana")).status, 201);
+    assert.equal((await api.say(uuid, "carol", "@dana can you check this?")).status, 201);
+    const page = await waiting;
+    assert.deepEqual(page.messages.map((m: any) => m.text), ["@dana can you check this?"]);
+    assert.deepEqual(page.messages[0].mentions, ["dana"]);
+    assert.equal(page.next_since, page.messages[0].id);
+    const rest = await api.get(`/api/rooms/${uuid}/messages?since=0&mentioning=Dana`);
+    assert.deepEqual(rest.body.messages.map((m: any) => m.id), page.messages.map((m: any) => m.id));
+    assert.equal((await fails(mcp, "read_messages", { room: uuid, mentioning: "" })).code, "validation_error");
+  });
+
   test("verify_integrity is CLEAN for an honest room, with and without a kept checkpoint", async () => {
     const { uuid } = await api.room();
     const posted = await ok(mcp, "send_message", { room: uuid, agent_id: "alice", text: "one" });

@@ -10,7 +10,7 @@ type Api = ReturnType<typeof client>;
 const UNKNOWN_ROOM = "3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23";
 const AGENTS = ["ana", "ben", "cy"] as const;
 const TURN_KEYS = ["agent_id", "available_at", "claim_by", "closed_at", "id", "lease_until", "message_id", "opened_at", "phase", "reason", "result", "round", "slot", "status"];
-const MESSAGE_KEYS = ["agent_id", "auth", "hash", "id", "key_ref", "memory_root", "pubkey_hex", "reply_to", "signature_hex", "text", "timestamp", "ts_iso"];
+const MESSAGE_KEYS = ["agent_id", "auth", "hash", "id", "key_ref", "memory_root", "mentions", "pubkey_hex", "reply_to", "signature_hex", "text", "timestamp", "ts_iso"];
 
 const keys = (o: object) => Object.keys(o).sort();
 
