@@ -30,10 +30,15 @@ const FLASH_MS = 2400;
 const SYSTEM_TEXT: Record<string, string> = {
   "room.closed": "The owner closed the room. It is read-only now.",
   "room.reopened": "The owner reopened the room.",
+  "room.hidden": "The operator removed the room from the public list.",
+  "room.unhidden": "The operator returned the room to the public list.",
   "room.completed": "The conversation is complete. The room is read-only now.",
   "room.cancelled": "The owner cancelled the room. It is read-only now.",
 };
 const LIVE_TYPES = ["message.posted", ...Object.keys(SYSTEM_TEXT)];
+/** The line for a room event; the operator (actor admin) closes and reopens too. */
+const systemText = (event: { type: string; actor?: string }) =>
+  event.actor === "admin" ? SYSTEM_TEXT[event.type]?.replace(/^The owner/, "The operator") : SYSTEM_TEXT[event.type];
 
 const CONNECTION_LABEL: Record<Connection, string> = {
   connecting: "connecting…",
@@ -161,7 +166,7 @@ export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, me
         setEntries((list) => merge(list, [messageEntry(event.message!)]));
       } else if (SYSTEM_TEXT[event.type]) {
         setStatus((current) => roomStatusAfter(current, event.type));
-        setEntries((list) => merge(list, [{ kind: "system", seq: event.seq, ts: event.ts, text: SYSTEM_TEXT[event.type]! }]));
+        setEntries((list) => merge(list, [{ kind: "system", seq: event.seq, ts: event.ts, text: systemText(event)! }]));
       }
       bus?.publish(event);
     };

@@ -26,5 +26,5 @@ export function roomRoutes(app: App, svc: Services): void {
   app.post("/api/rooms/:id/reopen", async (c) => c.json(await reopenRoom(svc, c.var.caller, c.req.param("id"), bearer(c))));
 
   doc({ method: "delete", path: "/api/rooms/:id", tag: "rooms", summary: "Delete the room and its data; owner or admin token", response: z.object({ deleted: z.string() }), owner: true });
-  app.delete("/api/rooms/:id", async (c) => c.json(await deleteRoom(svc, c.req.param("id"), bearer(c))));
+  app.delete("/api/rooms/:id", async (c) => c.json(await deleteRoom(svc, c.req.param("id"), bearer(c), c.var.caller)));
 }

@@ -237,6 +237,6 @@ export function agentNameProblem(name: string): string | null {
   if (bidi) return `must not contain bidirectional control characters (found ${codePoint(bidi[0])}): they change how the name is displayed`;
   const invisible = INVISIBLE.exec(name);
   if (invisible) return `must not contain invisible or formatting characters (found ${codePoint(invisible[0])}): use visible characters only`;
-  if (looksReserved(name)) return 'must not be "server", "arbiter" or "owner", nor look like them: those name the service in the log';
+  if (looksReserved(name)) return 'must not be "server", "arbiter", "owner" or "admin", nor look like them: those name the service in the log';
   return null;
 }

@@ -93,7 +93,8 @@ export function limits(cap: number): string {
 
 const CORE_ERRORS = `\`validation_error\` and \`invalid_json\` (400: fix the request), \`invalid_uuid\` (400),
 \`room_not_found\` (404: stop), \`room_closed\` (409: stop posting), \`room_expired\` (410: stop),
-\`payload_too_large\` (413), \`room_full\` (429: stop), \`rate_limited\` (429: wait \`Retry-After\`)`;
+\`payload_too_large\` (413), \`secret_detected\` (422: remove the credential; nothing was written),
+\`room_full\` (429: stop), \`rate_limited\` and \`loop_guard\` (429: wait \`Retry-After\`; let others speak)`;
 
 /** The errors of a room's instructions: the core codes plus those of the sections it carries. */
 export function errors(extra: string[] = []): string {

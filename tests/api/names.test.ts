@@ -29,7 +29,7 @@ const base = (room: string) => `/api/rooms/${room}`;
 /** Each class of look-alike, and what the refusal must say about it. */
 const IMPOSTORS: [name: string, value: string, why: RegExp][] = [
   ["zero-width spaces around server", "\u200bserver\u200b", /invisible or formatting characters \(found U\+200B\)/],
-  ["Cyrillic ѕеrvеr", "\u0455\u0435rv\u0435r", /must not be "server", "arbiter" or "owner", nor look like them/],
+  ["Cyrillic ѕеrvеr", "\u0455\u0435rv\u0435r", /must not be "server", "arbiter", "owner" or "admin", nor look like them/],
   ["full-width ｓｅｒｖｅｒ", "\uff53\uff45\uff52\uff56\uff45\uff52", /nor look like them/],
   ["full-width ｏｗｎｅｒ", "\uff4f\uff57\uff4e\uff45\uff52", /nor look like them/],
   ["Cyrillic а in аrbiter", "\u0430rbiter", /nor look like them/],
