@@ -26,14 +26,16 @@ export const deleteRoomAsAdmin = (svc: Services, actor: AdminActor, rawId: strin
  */
 export async function setRoomHidden(svc: Services, caller: Caller, actor: AdminActor, rawId: string, hidden: boolean, reason?: string) {
   const id = parseRoomId(rawId);
-  return write(svc, [id], async (tx) => {
+  const done = await write(svc, [id], async (tx) => {
     const room = await requireRoom(svc, id, tx);
-    if (room.hidden === hidden) return { ...roomInfo(svc, caller, room), hidden, receipt: null };
+    if (room.hidden === hidden) return { room, receipt: null };
     const appended = await appendEvent(svc, tx, room, { type: hidden ? "room.hidden" : "room.unhidden", actor: "admin", payload: reason ? { reason } : {} });
     await tx.setRoomHidden(room.uuid, hidden);
     await audit(tx, actor, hidden ? "hide" : "unhide", { room: room.uuid, reason, detail: { seq: appended.event.seq } });
-    return { ...roomInfo(svc, caller, { ...appended.room, hidden }), hidden, receipt: appended.receipt };
+    return { room: appended.room, receipt: appended.receipt };
   });
+  // After the commit: the head's checkpoint is signed when the transaction's work is done.
+  return { ...roomInfo(svc, caller, { ...done.room, hidden }), hidden, receipt: done.receipt };
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

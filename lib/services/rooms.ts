@@ -145,11 +145,11 @@ export type StatusActor = { owner: true } | { admin: AdminActor; reason?: string
 export async function setRoomStatusAs(svc: Services, caller: Caller, rawId: string, closed: boolean, who: StatusActor, check: (room: RoomRow) => void = () => {}) {
   const type = closed ? "room.closed" : "room.reopened";
   const id = parseRoomId(rawId);
-  return write(svc, [id], async (tx) => {
+  const done = await write(svc, [id], async (tx) => {
     const room = await requireRoom(svc, id, tx);
     check(room);
     // Closing a closed room (or reopening an open one) is a no-op, not a second event.
-    if ((room.status === "closed") === closed) return { ...(await roomInfoWithGuard(svc, caller, room, tx, Date.parse(tx.now))), receipt: null as Receipt | null };
+    if ((room.status === "closed") === closed) return { room, receipt: null as Receipt | null };
     const turnsStatus = room.mode === "turns" ? (await tx.getTurnsRoom(room.uuid))?.status : undefined;
     if (!closed && (turnsStatus === "completed" || turnsStatus === "cancelled")) {
       throw new ParleyError("room_closed", `This turns room is ${turnsStatus}: it stays read-only for good. Create a new room to go on.`);
@@ -160,8 +160,10 @@ export async function setRoomStatusAs(svc: Services, caller: Caller, rawId: stri
     const reason = "admin" in who && who.reason ? who.reason : undefined;
     const appended = await appendEvent(svc, tx, room, { type, actor: "owner" in who ? "owner" : "admin", payload: reason ? { reason } : {} });
     if ("admin" in who) await audit(tx, who.admin, closed ? "close" : "reopen", { room: room.uuid, reason, detail: { seq: appended.event.seq } });
-    return { ...(await roomInfoWithGuard(svc, caller, appended.room, tx, Date.parse(tx.now))), receipt: appended.receipt as Receipt | null };
+    return { room: appended.room, receipt: appended.receipt as Receipt | null };
   });
+  // After the commit: the head's checkpoint is signed when the transaction's work is done.
+  return { ...(await roomInfoWithGuard(svc, caller, done.room)), receipt: done.receipt };
 }
 
 /** The owner's door (POST /api/rooms/{id}/close, /reopen); the admin token there acts as the operator. */

@@ -35,7 +35,7 @@ export function adminPgReader(db: Queryable): AdminReader {
         ? all<AuditRow>(`SELECT ${AUDIT_COLS} FROM admin_audit WHERE room = $1 ORDER BY at DESC, id LIMIT $2`, [q.room, q.limit])
         : all<AuditRow>(`SELECT ${AUDIT_COLS} FROM admin_audit ORDER BY at DESC, id LIMIT $1`, [q.limit]),
     lastAudit: (room, actions) =>
-      one<AuditRow>(`SELECT ${AUDIT_COLS} FROM admin_audit WHERE room = $1 AND action = ANY($2::text[]) ORDER BY at DESC, id LIMIT 1`, [room, [...actions]]),
+      one<AuditRow>(`SELECT ${AUDIT_COLS} FROM admin_audit WHERE room = $1 AND action = ANY($2::text[]) ORDER BY at DESC, (detail::jsonb->>'seq')::bigint DESC NULLS LAST, id LIMIT 1`, [room, [...actions]]),
     listAdminAlerts: (limit) => all<AdminAlertRow>(`SELECT ${ALERT_COLS} FROM admin_alerts ORDER BY created_at DESC, id LIMIT $1`, [limit]),
     hasAdminAlertSince: async (room, kind, subject, since) =>
       (await one(`SELECT 1 FROM admin_alerts WHERE room = $1 AND kind = $2 AND subject = $3 AND created_at >= $4 LIMIT 1`, [room, kind, subject, since])) !== undefined,

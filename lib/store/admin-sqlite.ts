@@ -40,7 +40,7 @@ export function adminReaderOn(sqlite: Database.Database): AdminReader {
         ? stmt(`SELECT ${AUDIT_COLS} FROM admin_audit WHERE room = ? ORDER BY at DESC, rowid DESC LIMIT ?`).all(q.room, q.limit)
         : stmt(`SELECT ${AUDIT_COLS} FROM admin_audit ORDER BY at DESC, rowid DESC LIMIT ?`).all(q.limit)) as AuditRow[],
     lastAudit: async (room, actions) =>
-      stmt(`SELECT ${AUDIT_COLS} FROM admin_audit WHERE room = ? AND action IN (SELECT value FROM json_each(?)) ORDER BY at DESC, rowid DESC LIMIT 1`)
+      stmt(`SELECT ${AUDIT_COLS} FROM admin_audit WHERE room = ? AND action IN (SELECT value FROM json_each(?)) ORDER BY at DESC, json_extract(detail, '$.seq') DESC NULLS LAST, rowid DESC LIMIT 1`)
         .get(room, JSON.stringify(actions)) as AuditRow | undefined,
     listAdminAlerts: async (limit) => stmt(`SELECT ${ALERT_COLS} FROM admin_alerts ORDER BY created_at DESC, rowid DESC LIMIT ?`).all(limit) as AdminAlertRow[],
     hasAdminAlertSince: async (room, kind, subject, since) =>

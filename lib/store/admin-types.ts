@@ -116,7 +116,7 @@ export interface AdminReader {
   listReports(query: { status?: ReportStatus; room?: string; limit: number; offset: number }): Promise<{ rows: ReportRow[]; total: number }>;
   /** Newest first. */
   listAudit(query: { room?: string; limit: number }): Promise<AuditRow[]>;
-  /** The latest audit row of `room` among `actions`. */
+  /** The room's latest audit row of these actions (ties in time: the later event seq first, as the log orders them). */
   lastAudit(room: string, actions: readonly string[]): Promise<AuditRow | undefined>;
   /** Newest first. */
   listAdminAlerts(limit: number): Promise<AdminAlertRow[]>;

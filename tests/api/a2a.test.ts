@@ -162,18 +162,19 @@ describe("SendMessage", () => {
     const client = await roomClient(f.url, room.uuid);
     await client.sendMessage(send(["hello"], { agent_id: "ann" }));
     const size = await head(f.api, room.uuid);
-    const cases: [string, Promise<unknown>, number, string, RegExp?][] = [
-      ["empty text", client.sendMessage(send([""], { agent_id: "ann" })), -32602, "validation_error", /message\.parts: must not be empty/],
-      ["no parts", client.sendMessage(send([], { agent_id: "ann" })), -32602, "validation_error", /message\.parts/],
-      ["whitespace only", client.sendMessage(send([" ", "\t"], { agent_id: "ann" })), -32602, "validation_error"],
-      ["too long", client.sendMessage(send(["t".repeat(10_001)], { agent_id: "ann" })), -32602, "validation_error", /at most 10000/],
-      ["bad agent_id", client.sendMessage(send(["x"], { agent_id: "server" })), -32602, "validation_error", /metadata\.agent_id/],
-      ["agent_id not a string", client.sendMessage(send(["x"], { agent_id: 7 })), -32602, "validation_error", /metadata\.agent_id/],
-      ["reply_to unknown", client.sendMessage(send(["x"], { agent_id: "ann", reply_to: 99 })), -32602, "validation_error", /reply_to/],
-      ["another task", client.sendMessage({ ...send(["x"], { agent_id: "ann" }), message: { ...send(["x"]).message, taskId: "not-this-room" } }), -32001, "task_not_found"],
+    const cases: [string, () => Promise<unknown>, number, string, RegExp?][] = [
+      ["empty text", () => client.sendMessage(send([""], { agent_id: "ann" })), -32602, "validation_error", /message\.parts: must not be empty/],
+      ["no parts", () => client.sendMessage(send([], { agent_id: "ann" })), -32602, "validation_error", /message\.parts/],
+      ["whitespace only", () => client.sendMessage(send([" ", "\t"], { agent_id: "ann" })), -32602, "validation_error"],
+      ["too long", () => client.sendMessage(send(["t".repeat(10_001)], { agent_id: "ann" })), -32602, "validation_error", /at most 10000/],
+      ["bad agent_id", () => client.sendMessage(send(["x"], { agent_id: "server" })), -32602, "validation_error", /metadata\.agent_id/],
+      ["agent_id not a string", () => client.sendMessage(send(["x"], { agent_id: 7 })), -32602, "validation_error", /metadata\.agent_id/],
+      ["reply_to unknown", () => client.sendMessage(send(["x"], { agent_id: "ann", reply_to: 99 })), -32602, "validation_error", /reply_to/],
+      ["another task", () => client.sendMessage({ ...send(["x"], { agent_id: "ann" }), message: { ...send(["x"]).message, taskId: "not-this-room" } }), -32001, "task_not_found"],
     ];
+    // One at a time: a refusal is awaited as soon as it is asked for.
     for (const [what, call, code, parley, detail] of cases) {
-      const e = await rpcError(call);
+      const e = await rpcError(call());
       assert.equal(e.code, code, what);
       assert.equal(e.parley, parley, what);
       if (detail) assert.match(e.message, detail, what);

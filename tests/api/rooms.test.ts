@@ -168,6 +168,10 @@ describe("owner actions", () => {
     assert.equal(closed.status, 200);
     assert.equal(closed.body.status, "closed");
     assert.equal(closed.body.receipt.seq, 2);
+    // The head it answers with is the one signed for its batch, the same as the receipt's and /checkpoint's.
+    assert.match(closed.body.head.checkpoint, /\/room\/.*\n2\n/);
+    assert.equal(closed.body.head.checkpoint, closed.body.receipt.checkpoint);
+    assert.equal((await fetch(`${f.url}/api/rooms/${room.uuid}/checkpoint`).then((r) => r.text())), closed.body.head.checkpoint);
     const post = await f.api.say(room.uuid, "a", "hello?");
     assert.equal(post.status, 409);
     assert.equal(post.body.code, "room_closed");
