@@ -165,7 +165,17 @@ async function openConnections(api: Client, count: number): Promise<void> {
  * transaction as the previous reply; for a room's first turn, opened at room creation, the start
  * of the run) to the agent holding the accepted reply — the long-poll wake-up, claim and reply.
  */
-async function scriptedRooms(api: Client, report: Report): Promise<void> {
+export interface TurnFigures {
+  /** Turn latency (opened → reply accepted), ms. */
+  p50: number;
+  p99: number;
+  turns: number;
+  expected: number;
+  errors: number;
+  wallSeconds: number;
+}
+
+async function scriptedRooms(api: Client, report: Report, label = ""): Promise<TurnFigures> {
   const rooms: string[] = [];
   for (let i = 0; i < ROOMS; i += 20) {
     const batch = await Promise.all(Array.from({ length: Math.min(20, ROOMS - i) }, () => ok(api.post("/api/rooms", turnsRoomBody(ROUNDS)), "create room")));
@@ -253,7 +263,7 @@ async function scriptedRooms(api: Client, report: Report): Promise<void> {
   const errorCount = [...errors.values()].reduce((a, b) => a + b, 0);
 
   report(
-    `${ROOMS} turns rooms × 2 scripted agents × ${ROUNDS} rounds, concurrently${COLD ? " (cold connections)" : ""}`,
+    `${label}${ROOMS} turns rooms × 2 scripted agents × ${ROUNDS} rounds, concurrently${COLD ? " (cold connections)" : ""}`,
     `wall ${wall.toFixed(1)} s, ${latencies.length.toLocaleString("en")}/${expected.toLocaleString("en")} turns (${Math.round(latencies.length / wall)} turns/s, ${Math.round(requests / wall)} req/s), errors ${errorCount}`,
   );
   report("  turn latency (opened → reply accepted)", `p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, max ${percentile(latencies, 100)} ms`);
@@ -261,19 +271,26 @@ async function scriptedRooms(api: Client, report: Report): Promise<void> {
   report("  claim / reply request under that load", `p50 ${ms(percentile(requestTimes, 50))}, p99 ${ms(percentile(requestTimes, 99))}`);
   report("  rooms ended blocked (max_rounds) / verified CLEAN", `${ended}/${ROOMS} / ${clean}/${ROOMS}`);
   for (const [what, count] of errors) console.log(`    error × ${count}: ${what}`);
+  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), turns: latencies.length, expected, errors: errorCount, wallSeconds: wall };
 }
 
-export async function turnFigures(report: Report): Promise<void> {
-  const { base, close } = await startServerChild({ prefix: "parley-bench-turns-" });
+/**
+ * The turns figures on a server of their own (`env`: e.g. a PostgreSQL database); with
+ * `scriptedOnly`, only the 100-rooms run (the round trips are SQLite-only figures of the old table).
+ */
+export async function turnFigures(report: Report, opts: { env?: Record<string, string>; label?: string; scriptedOnly?: boolean } = {}): Promise<TurnFigures> {
+  const { base, close } = await startServerChild({ prefix: "parley-bench-turns-", apiOnly: true, env: opts.env });
   const api = client(base);
+  let figures: TurnFigures;
   try {
-    await httpRoundTrip(api, report);
-    await scriptedRooms(api, report);
+    if (!opts.scriptedOnly) await httpRoundTrip(api, report);
+    figures = await scriptedRooms(api, report, opts.label);
   } finally {
     api.close();
     await close();
   }
-  await inProcessRoundTrip(report);
+  if (!opts.scriptedOnly) await inProcessRoundTrip(report);
+  return figures;
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {

@@ -3,6 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { bucketIndex, LATENCY_BUCKETS, LatencyHistogram, RequestMetrics } from "../../lib/services/metrics";
+import { histogramQuantile, uncorrectWrk } from "../bench/load";
 
 test("the buckets run ten a decade from 0.1 ms to 100 s, strictly ascending", () => {
   assert.equal(LATENCY_BUCKETS.length, 61);
@@ -89,4 +90,45 @@ test("request metrics: one series per method and route pattern, unmatched paths 
   assert.match(text, /^# TYPE parley_http_responses_total counter$/m);
   // No series for a raw path.
   assert.doesNotMatch(text, /route="\/api\/rooms\/[0-9a-f]/);
+});
+
+// The bench reads the server's histogram back (tests/bench/load.ts) and undoes wrk's own
+// correction of its latency histogram: both are arithmetic, checked here without a server.
+
+test("a quantile read from cumulative buckets interpolates inside the bucket it falls in", () => {
+  const buckets: [number, number][] = [[0.001, 10], [0.002, 30], [0.004, 40], [Infinity, 40]];
+  assert.equal(histogramQuantile(0.25, buckets), 0.001); // 10 of 40: the top of the first bucket
+  assert.equal(histogramQuantile(0.5, buckets), 0.0015); // 20 of 40: halfway through the second
+  assert.equal(histogramQuantile(1, buckets), 0.004);
+  assert.ok(Number.isNaN(histogramQuantile(0.5, [[0.001, 0], [Infinity, 0]])));
+  // Past the last finite bound, the last bound is all a histogram knows.
+  assert.equal(histogramQuantile(0.99, [[0.001, 1], [Infinity, 100]]), 0.001);
+});
+
+/** wrk 4's stats_correct: for each value n ≥ 2e, `count(n)` more samples at n − e, n − 2e, … while above e. */
+function wrkCorrect(raw: Map<number, number>, e: number): Map<number, number> {
+  const data = new Map(raw);
+  const max = Math.max(...raw.keys());
+  for (let n = 2 * e; n <= max; n++) {
+    const count = data.get(n) ?? 0;
+    for (let m = n - e; count && m > e; m -= e) data.set(m, (data.get(m) ?? 0) + count);
+  }
+  return data;
+}
+
+test("undoing wrk's coordinated-omission correction gives back the latencies it recorded", () => {
+  let seed = 7;
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  for (const e of [1, 7, 50, 333]) {
+    const raw = new Map<number, number>();
+    for (let i = 0; i < 2000; i++) {
+      // Mostly fast, a tail of slow ones (the stalls the correction multiplies).
+      const v = random() < 0.97 ? 1 + Math.floor(random() * e * 2) : Math.floor(e * (2 + random() * 30));
+      raw.set(v, (raw.get(v) ?? 0) + 1);
+    }
+    const corrected = wrkCorrect(raw, e);
+    const total = (m: Map<number, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+    assert.ok(total(corrected) > total(raw), `e=${e}: the correction adds samples`);
+    assert.deepEqual([...uncorrectWrk(corrected, e)].sort((a, b) => a[0] - b[0]), [...raw].sort((a, b) => a[0] - b[0]), `e=${e}`);
+  }
 });

@@ -1,0 +1,125 @@
+/**
+ * Growth: do the POST and idle-poll rates hold as data grows? On a fresh API-only server child of
+ * the backend: rates with 10, 1,000 and 10,000 rooms on the server (polls over all of them, posts
+ * into 10 spread over them), and into rooms of 10, 1,000 and 100,000 events (bigEvents); the large room
+ * is also verified online and offline. Each point is measured with both load generators, each on a
+ * room of its own where the size matters (the posts of one run would grow the other's room); a
+ * room grows by what BENCH_GROWTH_SECONDS of posts add while its POST rate is measured.
+ */
+import { startServerChild } from "./common";
+import { fillRoom, headOf, newRoom, postRequests, verifyOffline, verifyOnline, type Backend, type Report, type VerifyFigure } from "./core";
+import { describe, measure, num, type LoadResult, type Req } from "./load";
+
+const SECONDS = Number(process.env.BENCH_GROWTH_SECONDS ?? 3);
+export const ROOM_COUNTS = [10, 1_000, 10_000];
+/**
+ * The large room: 100,000 events on SQLite; on PostgreSQL, whose appends to one room run at a few
+ * hundred a second here (180/s on 2026-12-01), 10,000 unless BENCH_BIG_EVENTS_PG says otherwise
+ * (100,000 would take about 9 minutes to fill).
+ */
+export const bigEvents = (backend: Backend) =>
+  backend === "sqlite" ? Number(process.env.BENCH_BIG_EVENTS ?? 100_000) : Number(process.env.BENCH_BIG_EVENTS_PG ?? 10_000);
+export const roomSizes = (backend: Backend) => [10, 1_000, bigEvents(backend)];
+
+const POST_ROUTE = "POST /api/rooms/:id/messages";
+const READ_ROUTE = "GET /api/rooms/:id/messages";
+
+export interface GrowthPoint {
+  n: number;
+  post: LoadResult;
+  idle: LoadResult;
+}
+
+export interface GrowthFigures {
+  sizes: GrowthPoint[];
+  rooms: GrowthPoint[];
+  verifyBigOnline?: VerifyFigure;
+  verifyBigOffline?: VerifyFigure;
+}
+
+/** `count` rooms created `inFlight` at a time; their ids. */
+async function createRooms(base: string, count: number, inFlight = 32): Promise<string[]> {
+  const out: string[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < count) {
+        next++;
+        out.push(await newRoom(base));
+      }
+    }),
+  );
+  return out;
+}
+
+/** A cursor past every head: the same indexed read as since = last, without reading 10,000 heads first. */
+const PAST_THE_HEAD = 1_000_000_000;
+
+function logPoint(report: Report, name: string, p: GrowthPoint): void {
+  for (const [what, r] of [["POST", p.post], ["idle poll", p.idle]] as const) {
+    const [first, ...rest] = describe(r);
+    report(`${name} ${num(p.n)}: ${what}`, first!);
+    for (const line of rest) report("", line);
+  }
+}
+
+export async function growthFigures(opts: { backend: Backend; env: Record<string, string>; report: Report; verify: boolean }): Promise<GrowthFigures> {
+  const { report } = opts;
+  const label = opts.backend === "sqlite" ? "SQLite" : "PostgreSQL";
+  const server = await startServerChild({ prefix: `parley-bench-growth-${opts.backend}-`, apiOnly: true, env: opts.env });
+  const { base } = server;
+  const pid = server.child.pid!;
+  const out: GrowthFigures = { sizes: [], rooms: [] };
+  try {
+    // Rooms on the server: a fresh one, so that the first point has exactly 10.
+    const rooms: string[] = [];
+    for (const n of ROOM_COUNTS) {
+      const t0 = performance.now();
+      rooms.push(...(await createRooms(base, n - rooms.length)));
+      console.log(`  (${num(n)} rooms on the server; ${num((performance.now() - t0) / 1000, 1)} s to create them)`);
+      // Polls spread over every room; posts into 10 rooms spread over them (10 at every point, so
+      // that the posts contend for rooms alike and only the data around them grows).
+      const polls: Req[] = rooms.map((r) => ({ method: "GET", path: `/api/rooms/${r}/messages?since=${PAST_THE_HEAD}` }));
+      const targets = Array.from({ length: 10 }, (_, k) => rooms[Math.floor((k * rooms.length) / 10)]!);
+      const first = n === ROOM_COUNTS[0];
+      const idle = await measure({ base, pid, connections: 64, seconds: SECONDS, warmup: first ? undefined : false, requests: polls, route: READ_ROUTE });
+      const post = await measure({ base, pid, connections: 64, seconds: SECONDS, warmup: first ? undefined : false, requests: postRequests(targets), route: POST_ROUTE });
+      const point = { n, post, idle };
+      out.rooms.push(point);
+      logPoint(report, `${label}: growth, rooms on the server`, point);
+    }
+
+    // Events in a room: a room (two below the largest size: one per generator) filled to each size.
+    for (const n of roomSizes(opts.backend)) {
+      const big = n === bigEvents(opts.backend);
+      const t0 = performance.now();
+      const fill = async () => {
+        const room = await newRoom(base);
+        await fillRoom(base, room, n - (await headOf(base, room)), (i) => `growth message ${i}`);
+        return room;
+      };
+      const acRoom = await fill();
+      const wrkRoom = big ? acRoom : await fill();
+      console.log(`  (room(s) of ${num(n)} events; ${num((performance.now() - t0) / 1000, 1)} s to fill)`);
+      if (big && opts.verify) {
+        out.verifyBigOnline = await verifyOnline(server, acRoom);
+        report(`${label}: Verify online (POST /verify), ${num(n)} events`, `${num(out.verifyBigOnline.ms)} ms, ${out.verifyBigOnline.verdict}, server peak RSS ${num(out.verifyBigOnline.rssMb)} MB`);
+        out.verifyBigOffline = await verifyOffline(base, acRoom);
+        report(`${label}: Verify offline (parley verify), ${num(n)} events`, `${num(out.verifyBigOffline.ms)} ms, ${out.verifyBigOffline.verdict}, peak RSS ${num(out.verifyBigOffline.rssMb)} MB`);
+      }
+      const idleOf = async (room: string): Promise<Req[]> => [{ method: "GET", path: `/api/rooms/${room}/messages?since=${await headOf(base, room)}` }];
+      const idle = await measure({ base, pid, connections: 64, seconds: SECONDS, warmup: false, requests: await idleOf(acRoom), route: READ_ROUTE }, { requests: await idleOf(wrkRoom) });
+      // No warm-up (the path is warm from the rooms above): it would grow the room first.
+      const post = await measure(
+        { base, pid, connections: 64, seconds: SECONDS, warmup: false, requests: postRequests([acRoom]), route: POST_ROUTE },
+        { requests: postRequests([wrkRoom]) },
+      );
+      const point = { n, post, idle };
+      out.sizes.push(point);
+      logPoint(report, `${label}: growth, events in the room`, point);
+    }
+  } finally {
+    await server.close();
+  }
+  return out;
+}

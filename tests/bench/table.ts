@@ -1,0 +1,236 @@
+/**
+ * The final table: figure | SQLite | PostgreSQL | ceiling | ratio | target, each target marked met or
+ * not met per backend. A rate's ratio is taken against the ceiling measured by the same generator
+ * in the same run; a target is met only if both generators say so (the lower ratio, the higher
+ * p99, the errors of both runs and the server's non-2xx).
+ */
+import type { CoreFigures, Delivery, VerifyFigure } from "./core";
+import type { GrowthFigures, GrowthPoint } from "./growth";
+import { num, type LoadResult } from "./load";
+import type { TurnFigures } from "./turns";
+
+export interface BackendFigures extends CoreFigures {
+  growth?: GrowthFigures;
+  turns?: TurnFigures;
+}
+
+export interface Ceilings {
+  node?: LoadResult;
+  hono?: LoadResult;
+}
+
+type Verdict = boolean | undefined;
+type Judge = (f: BackendFigures) => Verdict;
+
+interface Row {
+  figure: string;
+  cell: (f: BackendFigures) => string | undefined;
+  ceiling: string;
+  ratio?: (f: BackendFigures) => string | undefined;
+  target?: string;
+  judge?: Judge;
+}
+
+const msText = (x: number) => (x >= 100 ? num(x) : x >= 10 ? num(x, 1) : num(x, 2));
+const rates = (r: LoadResult) => [r.wrk?.rate, r.ac.rate].filter((x): x is number => x !== undefined);
+/** The worse p99 of the two generators (raw, per request sent). */
+export const p99Of = (r: LoadResult) => Math.max(r.ac.p99, r.wrk?.p99 ?? -Infinity);
+const errorsOf = (r: LoadResult) => r.ac.errors + (r.wrk?.errors ?? 0) + (r.acServer?.errors ?? 0) + (r.wrkServer?.errors ?? 0);
+
+/** "wrk 1,234/s p99 12 ms · autocannon 1,100/s p99 15 ms · server p99 3.1 ms" */
+export function loadCell(r: LoadResult | undefined): string | undefined {
+  if (!r) return undefined;
+  const parts: string[] = [];
+  if (r.wrk) parts.push(`wrk ${num(r.wrk.rate)}/s p99 ${msText(r.wrk.p99)} ms`);
+  parts.push(`autocannon ${num(r.ac.rate)}/s p99 ${msText(r.ac.p99)} ms`);
+  const server = r.wrkServer ?? r.acServer;
+  if (server) parts.push(`server p99 ${msText(server.p99)} ms`);
+  const errors = errorsOf(r);
+  if (errors) parts.push(`${num(errors)} errors`);
+  return parts.join(" · ");
+}
+
+/** Ratios to the same generator's ceiling; the lower one decides. */
+function ratios(r: LoadResult | undefined, c: LoadResult | undefined): { text: string; low: number } | undefined {
+  if (!r || !c) return undefined;
+  const pairs: [string, number][] = [];
+  if (r.wrk && c.wrk) pairs.push(["wrk", r.wrk.rate / c.wrk.rate]);
+  pairs.push(["autocannon", r.ac.rate / c.ac.rate]);
+  return { text: pairs.map(([t, x]) => `${t} ${(x * 100).toFixed(1)} %`).join(" · "), low: Math.min(...pairs.map(([, x]) => x)) };
+}
+
+const deliveryCell = (d: Delivery | undefined) => (d ? `p50 ${msText(d.p50)} ms, p99 ${msText(d.p99)} ms, ${num(d.delivered)}/${num(d.expected)}, ${d.lost} lost` : undefined);
+const verifyCell = (v: VerifyFigure | undefined, rss = false) => (v ? `${num(v.ms)} ms ${v.verdict}${rss ? `, peak RSS ${num(v.rssMb)} MB` : ""}` : undefined);
+const ceilingCell = (r: LoadResult | undefined, what: string) => (r ? `${what}: ${r.wrk ? `wrk ${num(r.wrk.rate)}/s · ` : ""}autocannon ${num(r.ac.rate)}/s` : "—");
+
+/** Lowest rate over highest among the points, per generator; the lower one decides. */
+function flatness(points: GrowthPoint[] | undefined, which: "post" | "idle"): { text: string; low: number } | undefined {
+  if (!points?.length) return undefined;
+  const of = (tool: "wrk" | "ac") => {
+    const xs = points.map((p) => (tool === "wrk" ? p[which].wrk?.rate : p[which].ac.rate)).filter((x): x is number => x !== undefined);
+    return xs.length === points.length ? Math.min(...xs) / Math.max(...xs) : undefined;
+  };
+  const pairs = (["wrk", "ac"] as const).map((t) => [t, of(t)] as const).filter((p): p is readonly ["wrk" | "ac", number] => p[1] !== undefined);
+  return { text: pairs.map(([t, x]) => `${t === "ac" ? "autocannon" : t} ${(x * 100).toFixed(0)} %`).join(" · "), low: Math.min(...pairs.map(([, x]) => x)) };
+}
+const growthCell = (points: GrowthPoint[] | undefined, which: "post" | "idle") =>
+  points?.length ? points.map((p) => `${num(p.n)}: ${num(p[which].wrk?.rate ?? p[which].ac.rate)}/s`).join(" · ") + (points[0]![which].wrk ? " (wrk)" : " (autocannon)") : undefined;
+
+export function rows(c: Ceilings): Row[] {
+  const hono = c.hono;
+  const honoCeiling = ceilingCell(hono, "trivial Hono");
+  const rateRow = (figure: string, pick: (f: BackendFigures) => LoadResult | undefined, share: number, extra?: string, judgeMore?: Judge): Row => ({
+    figure,
+    cell: (f) => loadCell(pick(f)),
+    ceiling: honoCeiling,
+    ratio: (f) => ratios(pick(f), hono)?.text,
+    target: `≥ ${share} % of the trivial Hono rate${extra ? `; ${extra}` : ""}`,
+    judge: (f) => {
+      const r = ratios(pick(f), hono);
+      if (!r) return undefined;
+      const more = judgeMore ? judgeMore(f) : true;
+      return more === undefined ? undefined : r.low >= share / 100 && more;
+    },
+  });
+  return [
+    { figure: "Ceiling: empty node:http server, 64 connections", cell: () => undefined, ceiling: ceilingCell(c.node, "node:http") },
+    { figure: "Ceiling: trivial Hono route (@hono/node-server), 64 connections", cell: () => undefined, ceiling: honoCeiling },
+    {
+      figure: "  the server's floor: GET /api/server-key (a route that does nothing), 64 connections",
+      cell: (f) => loadCell(f.trivialRoute),
+      ceiling: honoCeiling,
+      ratio: (f) => ratios(f.trivialRoute, hono)?.text,
+    },
+    rateRow("Idle poll (since = last), 64 connections", (f) => f.idle, 40),
+    rateRow("GET a page of 100 messages, 64 connections", (f) => f.page, 20),
+    rateRow("POST message, 64 connections, 50 rooms", (f) => f.post, 10, "p99 < 50 ms, 0 errors", (f) => (f.post ? p99Of(f.post) < 50 && errorsOf(f.post) === 0 : undefined)),
+    {
+      figure: "POST message over HTTP / in-process append (64 in flight)",
+      cell: (f) => (f.post && f.local ? `${num(f.post.wrk?.rate ?? f.post.ac.rate)}/s over ${num(f.local)} appends/s` : undefined),
+      ceiling: "the in-process append of each backend",
+      ratio: (f) => (f.post && f.local ? rates(f.post).map((x, i) => `${i === 0 && f.post!.wrk ? "wrk" : "autocannon"} ${((x / f.local!) * 100).toFixed(0)} %`).join(" · ") : undefined),
+      target: "≥ 60 %",
+      judge: (f) => (f.post && f.local ? Math.min(...rates(f.post)) / f.local >= 0.6 : undefined),
+    },
+    rateRow("POST agent-signed message, 64 connections, 50 rooms", (f) => f.signed, 5, "p99 < 80 ms, 0 errors", (f) => (f.signed ? p99Of(f.signed) < 80 && errorsOf(f.signed) === 0 : undefined)),
+    {
+      figure: "Delivery POST → 1,000 SSE watchers (separate reader process)",
+      cell: (f) => deliveryCell(f.sse),
+      ceiling: "",
+      target: "p99 < 25 ms, nothing lost",
+      judge: (f) => (f.sse ? f.sse.p99 < 25 && f.sse.lost === 0 : undefined),
+    },
+    {
+      figure: "Delivery POST → 100 long-pollers (separate reader process)",
+      cell: (f) => deliveryCell(f.polls),
+      ceiling: "",
+      target: "p99 < 25 ms",
+      judge: (f) => (f.polls ? f.polls.p99 < 25 : undefined),
+    },
+    { figure: "Delivery POST → 1 SSE watcher", cell: (f) => deliveryCell(f.oneWatcher), ceiling: "" },
+    { figure: "Delivery POST on instance B → 1 SSE watcher on instance A", cell: (f) => deliveryCell(f.crossInstance), ceiling: "" },
+    {
+      figure: "Watcher page, 1,000-message room, 16 connections",
+      cell: (f) => loadCell(f.watcher),
+      ceiling: "trivial Next page (GET /) of the same server",
+      ratio: (f) => ratios(f.watcher, f.home)?.text,
+      target: "≥ 200/s or ≥ 50 % of the trivial Next page",
+      judge: (f) => {
+        if (!f.watcher) return undefined;
+        const r = ratios(f.watcher, f.home);
+        return Math.min(...rates(f.watcher)) >= 200 || (r !== undefined && r.low >= 0.5);
+      },
+    },
+    { figure: "  trivial Next page (GET /), 16 connections", cell: (f) => loadCell(f.home), ceiling: "" },
+    { figure: "Verify online (POST /verify), 10,000 events", cell: (f) => verifyCell(f.verify10kOnline), ceiling: "", target: "< 0.4 s", judge: (f) => (f.verify10kOnline ? f.verify10kOnline.ms < 400 && f.verify10kOnline.verdict === "CLEAN" : undefined) },
+    { figure: "Verify offline (parley verify), 10,000 events", cell: (f) => verifyCell(f.verify10kOffline, true), ceiling: "", target: "< 0.4 s", judge: (f) => (f.verify10kOffline ? f.verify10kOffline.ms < 400 && f.verify10kOffline.verdict === "CLEAN" : undefined) },
+    {
+      figure: "Verify online, the large room (server's peak RSS, API only)",
+      cell: (f) => (f.growth?.verifyBigOnline ? `${num(f.growth.verifyBigOnline.events)} events: ${verifyCell(f.growth.verifyBigOnline, true)}` : undefined),
+      ceiling: "",
+      target: "100,000 events < 4 s, RSS < 400 MB",
+      judge: (f) => bigVerdict(f.growth?.verifyBigOnline),
+    },
+    {
+      figure: "Verify offline (parley verify), the large room",
+      cell: (f) => (f.growth?.verifyBigOffline ? `${num(f.growth.verifyBigOffline.events)} events: ${verifyCell(f.growth.verifyBigOffline, true)}` : undefined),
+      ceiling: "",
+      target: "100,000 events < 4 s, RSS < 400 MB",
+      judge: (f) => bigVerdict(f.growth?.verifyBigOffline),
+    },
+    {
+      figure: "Verify in Chromium (watcher page), 10,000 events",
+      cell: (f) => (f.chromium10k ? `${num(f.chromium10k.ms)} ms ${f.chromium10k.verdict} (${f.chromium10k.impl})` : undefined),
+      ceiling: "",
+      target: "< 1 s",
+      judge: (f) => (f.chromium10k ? f.chromium10k.ms < 1000 && f.chromium10k.verdict === "CLEAN" : undefined),
+    },
+    {
+      figure: "Turns: 100 rooms × 2 scripted agents × 20 rounds, turn latency",
+      cell: (f) => (f.turns ? `p50 ${num(f.turns.p50)} ms, p99 ${num(f.turns.p99)} ms, ${num(f.turns.turns)}/${num(f.turns.expected)} turns in ${num(f.turns.wallSeconds, 1)} s, ${f.turns.errors} errors` : undefined),
+      ceiling: "",
+      target: "p99 < 100 ms, 0 errors",
+      judge: (f) => (f.turns ? f.turns.p99 < 100 && f.turns.errors === 0 : undefined),
+    },
+    { figure: "RSS idle (after start, with the pages)", cell: (f) => (f.rssIdle === undefined ? undefined : `${num(f.rssIdle)} MB`), ceiling: "", target: "< 150 MB", judge: (f) => (f.rssIdle === undefined ? undefined : f.rssIdle < 150) },
+    {
+      figure: "RSS with 1,000 SSE streams (and 100 long-polls) open",
+      cell: (f) => (f.rssSse === undefined ? undefined : `${num(f.rssSse)} MB (${num(f.rssBeforeSse ?? NaN)} MB just before)`),
+      ceiling: "",
+      target: "< 300 MB",
+      judge: (f) => (f.rssSse === undefined ? undefined : f.rssSse < 300),
+    },
+    growthRow("Growth: POST rate, events in the room", (f) => f.growth?.sizes, "post"),
+    growthRow("Growth: idle-poll rate, events in the room", (f) => f.growth?.sizes, "idle"),
+    growthRow("Growth: POST rate, rooms on the server", (f) => f.growth?.rooms, "post"),
+    growthRow("Growth: idle-poll rate, rooms on the server", (f) => f.growth?.rooms, "idle"),
+  ];
+}
+
+function bigVerdict(v: VerifyFigure | undefined): Verdict {
+  if (!v) return undefined;
+  // Measured on a smaller room (BENCH_BIG_EVENTS): the time target scales with the events.
+  return v.verdict === "CLEAN" && v.ms < 4000 * (v.events / 100_000) && v.rssMb < 400;
+}
+
+function growthRow(figure: string, pick: (f: BackendFigures) => GrowthPoint[] | undefined, which: "post" | "idle"): Row {
+  return {
+    figure,
+    cell: (f) => growthCell(pick(f), which),
+    ceiling: "the rate at the smallest size",
+    ratio: (f) => {
+      const r = flatness(pick(f), which);
+      return r ? `lowest/highest: ${r.text}` : undefined;
+    },
+    target: "flat within 20 %",
+    judge: (f) => {
+      const r = flatness(pick(f), which);
+      return r ? r.low >= 0.8 : undefined;
+    },
+  };
+}
+
+const mark = (v: Verdict) => (v === undefined ? "not measured" : v ? "met" : "NOT met");
+
+/** The table as markdown (what docs/BENCHMARKS.md holds), and how many targets each backend met. */
+export function finalTable(c: Ceilings, sqlite: BackendFigures | undefined, postgres: BackendFigures | undefined): string {
+  const cellOr = (s: string | undefined) => (s ?? "—").replace(/\|/g, "\\|");
+  const lines = ["| figure | SQLite | PostgreSQL | ceiling | ratio (SQLite / PostgreSQL) | target |", "|---|---|---|---|---|---|"];
+  const met = { sqlite: [0, 0], postgres: [0, 0] };
+  for (const row of rows(c)) {
+    const ratio = row.ratio ? [sqlite && row.ratio(sqlite), postgres && row.ratio(postgres)].map((x) => x ?? "—").join(" / ") : "";
+    let target = row.target ?? "";
+    if (row.judge) {
+      const vs = { sqlite: sqlite ? row.judge(sqlite) : undefined, postgres: postgres ? row.judge(postgres) : undefined };
+      for (const k of ["sqlite", "postgres"] as const) {
+        if (vs[k] === undefined) continue;
+        met[k][1]++;
+        if (vs[k]) met[k][0]++;
+      }
+      target += `: SQLite ${mark(vs.sqlite)}, PostgreSQL ${mark(vs.postgres)}`;
+    }
+    lines.push(`| ${row.figure} | ${cellOr(sqlite && row.cell(sqlite))} | ${cellOr(postgres && row.cell(postgres))} | ${cellOr(row.ceiling)} | ${cellOr(ratio)} | ${cellOr(target)} |`);
+  }
+  lines.push("", `Targets met: SQLite ${met.sqlite[0]} of ${met.sqlite[1]}, PostgreSQL ${met.postgres[0]} of ${met.postgres[1]}.`);
+  return lines.join("\n");
+}
