@@ -31,7 +31,8 @@ const SECRETS: { kind: string; make: () => string }[] = [
       return `${input}.${crypto.createHmac("sha256", rand(ALNUM, 32)).update(input).digest("base64url")}`;
     },
   },
-  { kind: "secret_assignment", make: () => `password="${rand(ALNUM, 20)}"` },
+  // A random value with a digit in it: letters alone are a word, which the screen lets pass.
+  { kind: "secret_assignment", make: () => `password="${rand(ALNUM, 17)}${rand("0123456789", 3)}"` },
 ];
 
 /** Every string leaf of a body, with its dotted path (array elements by index). */
