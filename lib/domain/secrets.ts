@@ -84,12 +84,13 @@ const MEMBER = /^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+$/;
 const PATH_OR_EMAIL = /^(?:(?:~|\.{1,2})?\/[\w.@-]+(?:\/[\w.@-]*)*|[^@\s]+@[^@\s]+\.[A-Za-z]{2,})$/;
 
 /**
- * A name rather than a value: words joined by _ - . or camelCase, each word letters with
- * optional trailing digits (DB_PASSWORD, token_v2, userPassword2, encryption.key, Summer2024).
- * A random string almost always has a letter after a digit inside one word (aB3dEf, 9f86d0…).
+ * A name rather than a value: words joined by _ - . or camelCase, each word lower case,
+ * Capitalised or ALL CAPS, with optional trailing digits (DB_PASSWORD, token_v2, userPassword2,
+ * encryption.key, Summer2024). A random string almost always has a letter after a digit inside
+ * one word (aB3dEf, 9f86d0…), or a word of mixed case (YzEVkSbrd…7332: "EVk").
  */
 function nameLike(v: string): boolean {
-  return v.split(/[_.-]|(?<=[a-z])(?=[A-Z])/).every((part) => /^(?:[A-Za-z]*\d*)$/.test(part));
+  return v.split(/[_.-]|(?<=[a-z])(?=[A-Z])/).every((part) => /^(?:[A-Z]?[a-z]*|[A-Z]+)\d*$/.test(part));
 }
 
 /**

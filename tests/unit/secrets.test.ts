@@ -126,6 +126,13 @@ describe("findSecret: every kind is recognised", () => {
     assert.deepEqual([...new Set(POSITIVES.map((c) => c.kind))].sort(), SECRET_KINDS.map((k) => k.kind).sort());
   });
 
+  test("a random value of mixed-case letters ending in digits is a value, not a name; names with trailing digits pass", () => {
+    for (const value of ["YzEVkSbrdWjVAHEB7332", "aPVZVxhlSwfxGppUD970", "BrCzWGxKaTmxSKrMu005"]) {
+      assert.equal(findSecret(`password="${value}"`)?.kind, "secret_assignment", value);
+    }
+    for (const name of ["Summer2024", "userPassword2", "DB_PASSWORD_V2", "token_v2"]) assert.equal(findSecret(`password="${name}"`), undefined, name);
+  });
+
   test("the offset counts characters (code points), not UTF-16 units", () => {
     const key = p("gh", "p_", rand(ALNUM, 36));
     assert.deepEqual(findSecret(`😀😀 ${key}`), { kind: "github_token", offset: 3 });
