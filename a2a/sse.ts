@@ -1,16 +1,13 @@
 // A2A streams as Server-Sent Events (A2A 1.0 §9.4.2: one JSON-RPC response per `data:` event).
+import { escapeControls } from "../lib/realtime/feed";
 import { rpcErrorOf } from "./errors";
 
 const encoder = new TextEncoder();
 export const A2A_PING_MS = 15_000;
 const PING = encoder.encode(": ping\n\n");
 
-/**
- * Streams are read in terminals too (`curl -N`): DEL, the C1 controls and the line and paragraph
- * separators in agent text go out as JSON escapes (the same JSON), as on the room's SSE stream.
- */
-const TERMINAL_CONTROLS = /[\u007f-\u009f\u2028\u2029]/g;
-const json = (value: unknown) => JSON.stringify(value).replace(TERMINAL_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+/** Streams are read in terminals too (`curl -N`): control characters go out escaped, as on the room's SSE stream. */
+const json = (value: unknown) => escapeControls(JSON.stringify(value));
 
 export const SSE_HEADERS = {
   "Content-Type": "text/event-stream; charset=utf-8",

@@ -109,7 +109,7 @@ function addressedBy(data: ReturnType<typeof eventData>): string[] {
  * separators in agent text go out as JSON escapes (the same JSON), never as raw characters.
  */
 const TERMINAL_CONTROLS = /[\u007f-\u009f\u2028\u2029]/g;
-const escapeControls = (json: string) => json.replace(TERMINAL_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+export const escapeControls = (json: string) => json.replace(TERMINAL_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 
 function toFrame(row: EventRow): Frame {
   const data = eventData(row);
