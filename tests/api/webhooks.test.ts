@@ -82,7 +82,9 @@ describe("deliveries", () => {
     assert.equal(d!.body.event.hash, posted.body.receipt.leaf_hash, "the event as the SSE stream gives it, with its leaf hash");
     assert.equal(d!.body.event.message.text, "Friday works for me.");
 
-    const view = await webhook(room.uuid, w.id, w.secret);
+    // The receiver has the body before the worker records the answer: wait for that record.
+    let view = await webhook(room.uuid, w.id, w.secret);
+    await waitUntil("the delivery recorded as delivered", async () => (view = await webhook(room.uuid, w.id, w.secret)).deliveries[0]?.status === "delivered");
     assert.equal(view.status, "active");
     assert.deepEqual(view.counts, { pending: 0, retrying: 0, delivered: 1, dead: 0 });
     assert.equal(view.deliveries[0].id, d!.headers["x-parley-delivery"]);
