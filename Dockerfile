@@ -6,7 +6,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends python3 make g+
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY . .
-RUN npx next build && npm prune --omit=dev
+RUN node scripts/ensure-build.mjs && npm prune --omit=dev
 
 # Runtime stage: production dependencies only, non-root, data in a volume.
 FROM node:20-bookworm-slim
@@ -18,4 +18,4 @@ USER node
 VOLUME ["/data"]
 EXPOSE 3000
 HEALTHCHECK --interval=30s --timeout=5s CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-CMD ["node", "--import", "tsx", "server.ts"]
+CMD ["node", "dist/server.mjs"]

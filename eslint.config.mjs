@@ -4,7 +4,7 @@ import { createTypeScriptImportResolver } from "eslint-import-resolver-typescrip
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/", ".next/", "data/", "drizzle/", "test-results/", "next-env.d.ts"] },
+  { ignores: ["node_modules/", ".next/", "dist/", "data/", "drizzle/", "test-results/", "next-env.d.ts"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

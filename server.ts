@@ -1,7 +1,7 @@
 import crypto from "node:crypto";
 import http from "node:http";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
 import type { Duplex } from "node:stream";
 import { getRequestListener, RequestError } from "@hono/node-server";
 import { createApiApp } from "./api/app";
@@ -22,11 +22,11 @@ import { sweepTurns } from "./lib/services/turns";
 import { loadOrCreateServerKey } from "./lib/services/server-key";
 import { openPgStore } from "./lib/store/pg";
 import { openSqliteStore } from "./lib/store/sqlite";
+import { PROJECT_ROOT } from "./lib/paths";
 import { listenForCommits } from "./lib/realtime/pg-listen";
 import { webhookAppendHook } from "./lib/webhooks/outbox";
 import { deliverDue, pruneDeliveries, sweepNearExpiry } from "./lib/webhooks/worker";
 
-const ROOT = path.dirname(fileURLToPath(import.meta.url));
 const API_PATHS = /^\/(api(\/|$)|admin(\/|$)|mcp(\/|$)|a2a(\/|$)|skill(\/|$)|parley-skill\.tar\.gz$|health$|metrics$|openapi\.json$|docs$|agents\.md$|llms\.txt$|\.well-known\/)/;
 
 export interface StartOptions {
@@ -116,12 +116,38 @@ function validHost(host: string): boolean {
   }
 }
 
+/** Hosts already found valid: a server sees a handful, and parsing one as a URL on every request costs. */
+const validHosts = new Set<string>();
+function knownValidHost(host: string): boolean {
+  if (validHosts.has(host)) return true;
+  if (!validHost(host)) return false;
+  if (validHosts.size >= 256) validHosts.clear();
+  validHosts.add(host);
+  return true;
+}
+
+/** A request target's path, and its query string without the "?". */
+interface Target {
+  pathname: string;
+  query: string;
+}
+
+/**
+ * An origin-form target the URL parser would keep as it is: segments of plain characters, none of
+ * them "." or "..", then an optional query. Most requests are this, and skip the parser.
+ */
+const PLAIN_TARGET = /^(?:\/(?!\.\.?(?:[/?]|$))[\w.~:@!$&'()*+,;=-]*)+(?:\?[^#\s]*)?$/;
+
 /** The path of a request target (origin form, or absolute form through a proxy); undefined when it is neither. */
-function targetPath(target: string): URL | undefined {
+function targetPath(target: string): Target | undefined {
+  if (PLAIN_TARGET.test(target)) {
+    const q = target.indexOf("?");
+    return q < 0 ? { pathname: target, query: "" } : { pathname: target.slice(0, q), query: target.slice(q + 1) };
+  }
   try {
     // Appended to a fixed origin, not resolved against it: "//x:99999/" is a path here, as in Hono.
     const url = target.startsWith("/") ? new URL(`http://localhost${target}`) : new URL(target);
-    return url.protocol === "http:" || url.protocol === "https:" ? url : undefined;
+    return url.protocol === "http:" || url.protocol === "https:" ? { pathname: url.pathname, query: url.search.slice(1) } : undefined;
   } catch {
     return undefined;
   }
@@ -201,7 +227,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   let pages: ((req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>) | undefined;
   if (options.pages !== false) {
     const { default: next } = await import("next");
-    const nextApp = next({ dev: false, dir: ROOT, quiet: options.quiet });
+    const nextApp = next({ dev: false, dir: PROJECT_ROOT, quiet: options.quiet });
     await nextApp.prepare();
     pages = nextApp.getRequestHandler();
   }
@@ -222,16 +248,21 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     (req, res) => {
       stalls.watch(res);
       const host = req.headers.host;
-      if (host === undefined ? req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 : !validHost(host)) {
+      if (host === undefined ? req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 : !knownValidHost(host)) {
         return answerError(res, 400, "bad_request", "The request's Host header is missing or not valid. Send Host: <name>[:port].");
       }
       const url = targetPath(req.url ?? "/");
       if (!url) return answerError(res, 400, "bad_request", "The request target is not a valid path. Send a path starting with /.");
       const toApi =
         API_PATHS.test(url.pathname) ||
-        (ROOM_PATH.test(url.pathname) && wantsMarkdown(url.searchParams.get("format"), req.headers.accept)) ||
+        (ROOM_PATH.test(url.pathname) && wantsMarkdown(new URLSearchParams(url.query).get("format"), req.headers.accept)) ||
         !pages;
-      if (toApi) return void api(req, res);
+      if (toApi) {
+        // Set on the Node response, where they cost nothing per answer (a route's own, e.g. the
+        // docs page's CSP, replace them); see api/app.ts.
+        for (const name in API_SECURITY_HEADERS) res.setHeader(name, API_SECURITY_HEADERS[name]!);
+        return void api(req, res);
+      }
       servePage(req, res, url).catch((err: unknown) => {
         console.error("page:", err);
         if (!res.headersSent) answerError(res, 500, "internal_error", "Something went wrong on the server; try again later.");
@@ -242,7 +273,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   server.keepAliveTimeout = 65_000;
 
   /** A page: the general request budget of its client, then Next.js with the pages' headers. */
-  async function servePage(req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<void> {
+  async function servePage(req: http.IncomingMessage, res: http.ServerResponse, url: Target): Promise<void> {
     const ip = clientAddress(req.socket.remoteAddress ?? "unknown", [req.headers["x-forwarded-for"] ?? []].flat().join(","), config.trustProxy);
     if (!STATIC_ASSETS.test(url.pathname)) {
       try {

@@ -7,7 +7,7 @@ import type { Services } from "../lib/services/context";
 import { limitRequest } from "../lib/services";
 import { requestMetrics } from "../lib/services/metrics";
 import { holdStream } from "../lib/services/rate-limit";
-import { API_SECURITY_HEADERS, callerFor, errorResponse, holdUntilClosed, type Env } from "./http";
+import { callerFor, errorResponse, holdUntilClosed, type Env } from "./http";
 import { a2aRoutes } from "./routes/a2a";
 import { arbiterRoutes } from "./routes/arbiter";
 import { integrityRoutes } from "./routes/integrity";
@@ -35,8 +35,8 @@ const OWN_BUDGET = /^\/(api\/rooms(\/[^/]+\/(messages|turns\/[^/]+\/reply))?|mcp
 /** The GET routes that hold their response open: the SSE stream always, the long-polls while they wait. */
 const EVENT_STREAM = /^\/api\/rooms\/[^/]+\/events$/;
 const LONG_POLL = /^\/api\/rooms\/[^/]+\/(messages|turns\/mine)$/;
-const holdsOpen = (c: Context<Env>) =>
-  c.req.method === "GET" && (EVENT_STREAM.test(c.req.path) || (LONG_POLL.test(c.req.path) && Number(c.req.query("wait")) > 0));
+const holdsOpen = (method: string, path: string, c: Context<Env>) =>
+  method === "GET" && (EVENT_STREAM.test(path) || (LONG_POLL.test(path) && Number(c.req.query("wait")) > 0));
 
 /** Errors of a request whose client went away while its body was read (aborted, reset, timed out). */
 const GONE = new Set(["ECONNRESET", "ECONNABORTED", "EPIPE", "ERR_STREAM_PREMATURE_CLOSE", "ABORT_ERR"]);
@@ -46,37 +46,56 @@ function clientWentAway(c: Context<Env>, err: Error): boolean {
   return (GONE.has(code ?? "") || err.name === "AbortError") && incoming?.socket?.destroyed !== false;
 }
 
+/** The answer to an error a route or the request frame threw. */
+function onError(err: Error, c: Context<Env>): Response {
+  if (err instanceof ParleyError) return errorResponse(c, err);
+  if (clientWentAway(c, err)) {
+    // Nobody reads this answer; one line for each, not a stack.
+    console.warn(`${c.req.method} ${c.req.path}: the client went away before its request was read (${(err as NodeJS.ErrnoException).code ?? err.name}).`);
+    return c.json({ detail: "The request was not received completely.", code: "invalid_json" }, 400);
+  }
+  console.error(err);
+  return c.json({ detail: "Something went wrong on the server; try again later.", code: "internal_error" }, 500);
+}
+
 /** The Hono app: /api/*, /health, /openapi.json, /agents.md, /llms.txt and markdown room URLs. */
 export function createApiApp(svc: Services): Hono<Env> {
   const app = new Hono<Env>();
 
-  // The server's own latency per route pattern (the last matched route), for GET /metrics.
-  const metrics = requestMetrics(svc);
-  app.use(async (c, next) => {
-    const t0 = performance.now();
-    await next();
-    metrics.record(c.req.method, routePath(c, -1), c.res.status, (performance.now() - t0) / 1000, holdsOpen(c));
-  });
-  app.use(async (c, next) => {
-    c.set("caller", callerFor(svc, c));
-    await next();
-    c.header("X-Content-Type-Options", "nosniff");
-    c.header("Referrer-Policy", "no-referrer");
-    if (!c.res.headers.has("Content-Security-Policy")) c.header("Content-Security-Policy", API_SECURITY_HEADERS["Content-Security-Policy"]);
-  });
-  app.use(async (c, next) => {
-    if (!(c.req.method === "POST" && OWN_BUDGET.test(c.req.path))) await limitRequest(svc, c.var.caller.ip);
-    await next();
-  });
-  // Open streams and waiting long-polls count against their client's cap until the response closes
-  // (MCP's waiting tools and A2A's streams: api/routes/mcp.ts, a2a.ts).
-  app.use((c, next) => (holdsOpen(c) ? holdUntilClosed(c, holdStream(svc, c.var.caller.ip), next) : next()));
   // Only requests with a body: the check reads the raw Request, which costs a full Request object.
   const limitBody = bodyLimit({
     maxSize: MAX_BODY_BYTES,
     onError: (c) => errorResponse(c, new ParleyError("payload_too_large", "The request body is larger than 64 KiB. Send less text per request.")),
   });
-  app.use((c, next) => (c.req.method === "GET" || c.req.method === "HEAD" ? next() : limitBody(c, next)));
+  const metrics = requestMetrics(svc);
+  // Every request's frame, in one middleware (each level of Hono's chain costs a promise and a
+  // closure on every request): the caller, the general request budget, the hold an open stream or
+  // waiting long-poll keeps on its client's cap until the response closes (MCP's waiting tools and
+  // A2A's streams: api/routes/mcp.ts, a2a.ts), the body limit, and the server's own latency per
+  // route pattern (the last matched route) for GET /metrics. The API's security headers are set on
+  // the Node response in server.ts: set here, every answer would carry a Headers object, off
+  // @hono/node-server's fast path.
+  app.use(async (c, next) => {
+    const t0 = performance.now();
+    const { method, path } = c.req;
+    const caller = callerFor(svc, c);
+    c.set("caller", caller);
+    const open = holdsOpen(method, path, c);
+    try {
+      if (!(method === "POST" && OWN_BUDGET.test(path))) await limitRequest(svc, caller.ip);
+      if (open) await holdUntilClosed(c, holdStream(svc, caller.ip), next);
+      else if (method === "GET" || method === "HEAD") await next();
+      else {
+        // The body limit answers an oversized body itself (else it passes on what next() gives).
+        const tooLarge: unknown = await limitBody(c, next);
+        if (tooLarge instanceof Response) c.res = tooLarge;
+      }
+    } catch (err) {
+      // Thrown here rather than in a route (Hono answers those): answered the same way.
+      c.res = onError(err as Error, c);
+    }
+    metrics.record(method, routePath(c, -1), c.res.status, (performance.now() - t0) / 1000, open);
+  });
 
   roomRoutes(app, svc);
   messageRoutes(app, svc);
@@ -94,15 +113,6 @@ export function createApiApp(svc: Services): Hono<Env> {
   metaRoutes(app, svc);
 
   app.notFound((c) => c.json({ detail: `Nothing at ${c.req.method} ${c.req.path}. See /openapi.json for the API.`, code: "not_found" }, 404));
-  app.onError((err, c) => {
-    if (err instanceof ParleyError) return errorResponse(c, err);
-    if (clientWentAway(c, err)) {
-      // Nobody reads this answer; one line for each, not a stack.
-      console.warn(`${c.req.method} ${c.req.path}: the client went away before its request was read (${(err as NodeJS.ErrnoException).code ?? err.name}).`);
-      return c.json({ detail: "The request was not received completely.", code: "invalid_json" }, 400);
-    }
-    console.error(err);
-    return c.json({ detail: "Something went wrong on the server; try again later.", code: "internal_error" }, 500);
-  });
+  app.onError(onError);
   return app;
 }

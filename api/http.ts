@@ -1,6 +1,5 @@
-import type { ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Context, Hono } from "hono";
-import { getConnInfo } from "@hono/node-server/conninfo";
 import type { z } from "zod";
 import { requestOrigin } from "../lib/config/origin";
 import { ParleyError, validationError } from "../lib/errors";
@@ -61,12 +60,11 @@ export function bearer(c: Context): string | undefined {
   return m?.[1]?.trim();
 }
 
+/** The Node request under a Hono context (undefined outside a Node socket: in-process fetch). */
+const nodeRequest = (c: Context) => (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+
 export function socketPeer(c: Context): string {
-  try {
-    return getConnInfo(c).remote.address ?? "unknown";
-  } catch {
-    return "unknown"; // not running on a Node socket (in-process fetch)
-  }
+  return nodeRequest(c)?.socket?.remoteAddress ?? "unknown";
 }
 
 /**
@@ -82,7 +80,8 @@ export function clientAddress(peer: string, forwardedFor: string | undefined, tr
   return peer;
 }
 
-const clientIp = (c: Context, trustProxy: number) => clientAddress(socketPeer(c), c.req.header("x-forwarded-for"), trustProxy);
+// X-Forwarded-For is read only when a proxy is trusted.
+const clientIp = (c: Context, trustProxy: number) => (trustProxy > 0 ? clientAddress(socketPeer(c), c.req.header("x-forwarded-for"), trustProxy) : socketPeer(c));
 
 /** The Node response under a Hono context (undefined outside a Node socket: in-process fetch). */
 export const nodeResponse = (c: Context) => (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
@@ -111,13 +110,26 @@ export async function holdUntilClosed<T>(c: Context, release: () => void, done: 
 }
 
 /** The port the request arrived on (undefined outside a Node socket). */
-const localPort = (c: Context) => (c.env as { incoming?: { socket?: { localPort?: number } } } | undefined)?.incoming?.socket?.localPort;
+const localPort = (c: Context) => nodeRequest(c)?.socket?.localPort;
+
+/** A request's caller; its origin is worked out when a route first asks (most never do). */
+class RequestCaller implements Caller {
+  #origin: string | undefined;
+
+  constructor(
+    readonly ip: string,
+    private readonly svc: Services,
+    private readonly c: Context,
+  ) {}
+
+  get origin(): string {
+    const { svc, c } = this;
+    return (this.#origin ??= requestOrigin(svc.config, { host: new URL(c.req.url).host, forwardedProto: c.req.header("x-forwarded-proto"), localPort: localPort(c) }));
+  }
+}
 
 export function callerFor(svc: Services, c: Context): Caller {
-  return {
-    ip: clientIp(c, svc.config.trustProxy),
-    origin: requestOrigin(svc.config, { host: new URL(c.req.url).host, forwardedProto: c.req.header("x-forwarded-proto"), localPort: localPort(c) }),
-  };
+  return new RequestCaller(clientIp(c, svc.config.trustProxy), svc, c);
 }
 
 /** The headers every API answer carries (the pages have their own CSP, server.ts). */

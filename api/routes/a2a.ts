@@ -74,7 +74,7 @@ async function answer(c: Context<Env>, agent: Agent, body: Record<string, unknow
  * streams hold a stream slot until they close.
  */
 async function serve(c: Context<Env>, svc: Services, room: string | undefined): Promise<Response> {
-  const ip = c.var.caller.ip;
+  const ip = c.get("caller").ip;
   let body: unknown;
   try {
     body = JSON.parse(await c.req.text());
@@ -103,7 +103,7 @@ async function serve(c: Context<Env>, svc: Services, room: string | undefined): 
     const listening = new AbortController();
     const stop = () => listening.abort();
     const signal = AbortSignal.any([c.req.raw.signal, listening.signal]);
-    const req: AgentRequest = { svc, caller: c.var.caller, signal };
+    const req: AgentRequest = { svc, caller: c.get("caller"), signal };
     const agent = room === undefined ? new ServiceAgent(req) : new RoomAgent(req, room);
     const run = () => answer(c, agent, body as Record<string, unknown>, stop);
     return room !== undefined && STREAMS.has(method) ? await holdUntilClosed(c, holdStream(svc, ip), run) : await run();
@@ -113,11 +113,11 @@ async function serve(c: Context<Env>, svc: Services, room: string | undefined): 
 }
 
 export function a2aRoutes(app: App, svc: Services): void {
-  const card = (c: Context<Env>) => c.json(serviceCard(c.var.caller.origin), 200, { "Cache-Control": "public, max-age=3600" });
+  const card = (c: Context<Env>) => c.json(serviceCard(c.get("caller").origin), 200, { "Cache-Control": "public, max-age=3600" });
   app.get("/.well-known/agent-card.json", card);
   app.get("/a2a/.well-known/agent-card.json", card);
   // 404 room_not_found, 410 room_expired, 400 invalid_uuid as JSON, as every room route answers.
-  app.get("/a2a/:id/.well-known/agent-card.json", async (c) => c.json(roomCard(c.var.caller.origin, await requireRoom(svc, c.req.param("id")))));
+  app.get("/a2a/:id/.well-known/agent-card.json", async (c) => c.json(roomCard(c.get("caller").origin, await requireRoom(svc, c.req.param("id")))));
 
   for (const path of ["/a2a", "/a2a/"]) app.post(path, (c) => serve(c, svc, undefined));
   for (const path of ["/a2a/:id", "/a2a/:id/"]) app.post(path, (c) => serve(c, svc, c.req.param("id")));
@@ -126,7 +126,7 @@ export function a2aRoutes(app: App, svc: Services): void {
   app.on(["GET", "PUT", "PATCH", "DELETE"], ["/a2a", "/a2a/", "/a2a/:id", "/a2a/:id/"], (c) => {
     const base = c.req.path.replace(/\/$/, "");
     return c.json(
-      rpcFailure(null, { code: RPC.INVALID_REQUEST, message: `This is an A2A JSON-RPC endpoint: POST requests to ${c.var.caller.origin}${base}; its Agent Card is at ${c.var.caller.origin}${base}/.well-known/agent-card.json.` }),
+      rpcFailure(null, { code: RPC.INVALID_REQUEST, message: `This is an A2A JSON-RPC endpoint: POST requests to ${c.get("caller").origin}${base}; its Agent Card is at ${c.get("caller").origin}${base}/.well-known/agent-card.json.` }),
       405,
       { Allow: "POST" },
     );

@@ -40,7 +40,7 @@ function adminApi(app: App, svc: Services): void {
   /** The admin token as a Bearer token; ids in the path are checked first (400 invalid_uuid says nothing about access). */
   const admin = (c: Context<Env>): AdminActor => {
     requireAdminToken(svc, bearer(c));
-    return { via: "api", ip: c.var.caller.ip };
+    return { via: "api", ip: c.get("caller").ip };
   };
 
   app.get("/api/admin/summary", async (c) => {
@@ -49,12 +49,12 @@ function adminApi(app: App, svc: Services): void {
   });
   app.get("/api/admin/rooms", async (c) => {
     admin(c);
-    return c.json(await listAdminRooms(svc, c.var.caller, filledQuery(c, adminRoomsQuery)));
+    return c.json(await listAdminRooms(svc, c.get("caller"), filledQuery(c, adminRoomsQuery)));
   });
   app.get("/api/admin/rooms/:id", async (c) => {
     const id = parseRoomId(c.req.param("id") ?? "");
     admin(c);
-    return c.json(await adminRoom(svc, c.var.caller, id));
+    return c.json(await adminRoom(svc, c.get("caller"), id));
   });
 
   const roomAction = (name: string, run: (c: Context<Env>, actor: AdminActor, id: string, reason?: string) => Promise<unknown>) =>
@@ -64,10 +64,10 @@ function adminApi(app: App, svc: Services): void {
       const { reason } = await jsonBody(c, actionBody);
       return c.json(await run(c, actor, id, reason));
     });
-  roomAction("close", (c, actor, id, reason) => closeRoomAsAdmin(svc, c.var.caller, actor, id, reason));
-  roomAction("reopen", (c, actor, id, reason) => reopenRoomAsAdmin(svc, c.var.caller, actor, id, reason));
-  roomAction("hide", (c, actor, id, reason) => setRoomHidden(svc, c.var.caller, actor, id, true, reason));
-  roomAction("unhide", (c, actor, id, reason) => setRoomHidden(svc, c.var.caller, actor, id, false, reason));
+  roomAction("close", (c, actor, id, reason) => closeRoomAsAdmin(svc, c.get("caller"), actor, id, reason));
+  roomAction("reopen", (c, actor, id, reason) => reopenRoomAsAdmin(svc, c.get("caller"), actor, id, reason));
+  roomAction("hide", (c, actor, id, reason) => setRoomHidden(svc, c.get("caller"), actor, id, true, reason));
+  roomAction("unhide", (c, actor, id, reason) => setRoomHidden(svc, c.get("caller"), actor, id, false, reason));
   roomAction("delete", (_c, actor, id, reason) => deleteRoomAsAdmin(svc, actor, id, reason));
   app.delete("/api/admin/rooms/:id", async (c) => {
     const id = parseRoomId(c.req.param("id") ?? "");
@@ -149,7 +149,7 @@ function adminConsole(app: App, svc: Services): void {
         return html(c, errorPage("Refused", "This form's token does not belong to your session (the page is out of date, or the form is not the console's). Reload the page and try again.", "/admin", token), 403);
       }
       try {
-        return c.redirect(await run(c, form, { via: "console", ip: c.var.caller.ip }), 303);
+        return c.redirect(await run(c, form, { via: "console", ip: c.get("caller").ip }), 303);
       } catch (err) {
         if (err instanceof ParleyError) return html(c, errorPage("Not done", err.detail, "/admin", token), err.status);
         throw err;
@@ -171,7 +171,7 @@ function adminConsole(app: App, svc: Services): void {
     if (!sameOrigin(svc.config, origins)) return html(c, loginPage({ error: "This form was not sent from this server's login page, so it was refused." }), 403);
     try {
       // Guessing the token is slow: a few tries per address per quarter of an hour.
-      await svc.limiter.take(`admin-login:${c.var.caller.ip}`, 10, 15 * 60_000, "login attempts from your address");
+      await svc.limiter.take(`admin-login:${c.get("caller").ip}`, 10, 15 * 60_000, "login attempts from your address");
     } catch (err) {
       if (err instanceof ParleyError) {
         c.header("Retry-After", String(err.extra.retryAfter ?? 60));
@@ -200,10 +200,10 @@ function adminConsole(app: App, svc: Services): void {
 
   view("/admin/rooms", async (c, _s, token) => {
     const query = filledQuery(c, adminRoomsQuery);
-    const { rooms, total } = await listAdminRooms(svc, c.var.caller, query);
+    const { rooms, total } = await listAdminRooms(svc, c.get("caller"), query);
     return roomsPage({ rooms, total, query, formToken: token, notice: notice(c) });
   });
-  view("/admin/rooms/:id", async (c, _s, token) => roomPage(await adminRoom(svc, c.var.caller, c.req.param("id") ?? ""), { formToken: token, notice: notice(c) }));
+  view("/admin/rooms/:id", async (c, _s, token) => roomPage(await adminRoom(svc, c.get("caller"), c.req.param("id") ?? ""), { formToken: token, notice: notice(c) }));
   view("/admin/alerts", async (_c, _s, token) => {
     const { alerts, not_gathered } = await gatherAlerts(svc);
     return alertsPage(alerts, not_gathered, token);
@@ -227,9 +227,9 @@ function adminConsole(app: App, svc: Services): void {
     action(`/admin/rooms/:id/${name}`, async (c, form, actor) => {
       const id = parseRoomId(c.req.param("id") ?? "");
       const reason = reasonOf(form);
-      if (name === "close") await closeRoomAsAdmin(svc, c.var.caller, actor, id, reason);
-      else if (name === "reopen") await reopenRoomAsAdmin(svc, c.var.caller, actor, id, reason);
-      else await setRoomHidden(svc, c.var.caller, actor, id, name === "hide", reason);
+      if (name === "close") await closeRoomAsAdmin(svc, c.get("caller"), actor, id, reason);
+      else if (name === "reopen") await reopenRoomAsAdmin(svc, c.get("caller"), actor, id, reason);
+      else await setRoomHidden(svc, c.get("caller"), actor, id, name === "hide", reason);
       return roomBack(id, name);
     });
   }

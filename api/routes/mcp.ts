@@ -51,7 +51,7 @@ const isEventStream = (r: Response) => r.headers.get("content-type")?.startsWith
 /** A 2025-protocol message (initialize, or any request without the 2026 `_meta` envelope): a stateless server over the 2025 transport. */
 async function answerLegacy(c: Context<Env>, svc: Services, body: unknown): Promise<Response> {
   const request = c.req.raw;
-  const server = createMcpServer(svc, c.var.caller, "legacy", request.signal);
+  const server = createMcpServer(svc, c.get("caller"), "legacy", request.signal);
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !prefersEventStream(c.req.header("accept")) });
   await server.connect(transport);
   const close = () => void server.close().catch(() => {});
@@ -69,7 +69,7 @@ async function answerLegacy(c: Context<Env>, svc: Services, body: unknown): Prom
  */
 async function answerModern(c: Context<Env>, svc: Services, body: unknown): Promise<Response> {
   const request = c.req.raw;
-  const caller = c.var.caller;
+  const caller = c.get("caller");
   const handler = createMcpHandler(() => createMcpServer(svc, caller, "modern", request.signal), {
     legacy: "reject",
     responseMode: prefersEventStream(c.req.header("accept")) ? "sse" : "auto",
@@ -101,26 +101,26 @@ export function mcpRoutes(app: App, svc: Services): void {
     try {
       body = JSON.parse(await c.req.text());
     } catch {
-      await limitRequest(svc, c.var.caller.ip);
+      await limitRequest(svc, c.get("caller").ip);
       return c.json(rpcError(-32700, "Parse error: the body is not JSON. POST one JSON-RPC message with Content-Type: application/json."), 400);
     }
     // Protocols since 2025-06-18 have no batches: one message, one price (a batch of 100 tools/list
     // would cost one request token and answer megabytes).
     if (Array.isArray(body)) {
-      await limitRequest(svc, c.var.caller.ip);
+      await limitRequest(svc, c.get("caller").ip);
       return c.json(rpcError(-32600, "Invalid Request: JSON-RPC batches are not supported (MCP 2025-06-18 and later have none). POST one JSON-RPC message per request."), 400);
     }
     // A tools/call takes from the same budgets as the REST route it stands for (mcp/tools.ts);
     // anything else (initialize, server/discover, tools/list, notifications) from the general request budget.
-    if (!toolCalled(body)) await limitRequest(svc, c.var.caller.ip);
+    if (!toolCalled(body)) await limitRequest(svc, c.get("caller").ip);
     const answer = async () => ((await isLegacyRequest(c.req.raw, body)) ? answerLegacy(c, svc, body) : answerModern(c, svc, body));
-    const release = holdFor(svc, c.var.caller.ip, body);
+    const release = holdFor(svc, c.get("caller").ip, body);
     return release ? holdUntilClosed(c, release, answer) : answer();
   });
 
   // Stateless: no server-initiated stream to GET and no session to DELETE. Clients (Claude Code
   // among them) expect 405 with Allow: POST here, not a 404.
   app.on(["GET", "DELETE", "PUT", "PATCH"], "/mcp", (c) =>
-    c.json(rpcError(-32000, `Method not allowed: this MCP server is stateless; send JSON-RPC messages with POST ${c.var.caller.origin}/mcp.`), 405, { Allow: "POST" }),
+    c.json(rpcError(-32000, `Method not allowed: this MCP server is stateless; send JSON-RPC messages with POST ${c.get("caller").origin}/mcp.`), 405, { Allow: "POST" }),
   );
 }

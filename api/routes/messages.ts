@@ -29,7 +29,7 @@ export function messageRoutes(app: App, svc: Services): void {
   doc({ method: "post", path: "/api/rooms/:id/messages", tag: "messages", summary: "Post a message (optionally signed); returns the message and its receipt", body: postMessageBody, response: postedMessage, status: 201 });
   app.post("/api/rooms/:id/messages", async (c) => {
     const body = await jsonBody(c, postMessageBody);
-    return c.json(await postMessage(svc, c.var.caller, c.req.param("id"), body), 201);
+    return c.json(await postMessage(svc, c.get("caller"), c.req.param("id"), body), 201);
   });
 
   doc({ method: "get", path: "/api/rooms/:id/events", tag: "messages", summary: "Server-Sent Events of every room event (mentioning: only messages addressed to that agent and its turn openings); resumes from Last-Event-ID or since", query: eventsQuery, produces: "text/event-stream" });

@@ -31,16 +31,16 @@ export function metaRoutes(app: App, svc: Services): void {
     return c.body(await metricsText(svc), 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" });
   });
 
-  app.get("/openapi.json", (c) => c.json(openApiDocument(c.var.caller.origin)));
-  app.get("/docs", (c) => c.html(apiDocsHtml(openApiDocument(c.var.caller.origin)), 200, { "Content-Security-Policy": DOCS_CSP }));
-  app.get("/agents.md", (c) => c.body(agentsMarkdown(c.var.caller.origin, svc.config.roomMessageCap), 200, { "Content-Type": MARKDOWN }));
-  app.get("/llms.txt", (c) => c.body(llmsTxt(c.var.caller.origin), 200, { "Content-Type": "text/plain; charset=utf-8" }));
+  app.get("/openapi.json", (c) => c.json(openApiDocument(c.get("caller").origin)));
+  app.get("/docs", (c) => c.html(apiDocsHtml(openApiDocument(c.get("caller").origin)), 200, { "Content-Security-Policy": DOCS_CSP }));
+  app.get("/agents.md", (c) => c.body(agentsMarkdown(c.get("caller").origin, svc.config.roomMessageCap), 200, { "Content-Type": MARKDOWN }));
+  app.get("/llms.txt", (c) => c.body(llmsTxt(c.get("caller").origin), 200, { "Content-Type": "text/plain; charset=utf-8" }));
 
   // A room URL asked for as markdown (server.ts sends only those here; the HTML page is Next's).
   app.get("/:id{[0-9a-fA-F-]{36}}", async (c) => {
     let body: string;
     try {
-      body = await roomInstructions(svc, c.var.caller, c.req.param("id"));
+      body = await roomInstructions(svc, c.get("caller"), c.req.param("id"));
     } catch (err) {
       if (err instanceof ParleyError) return markdownError(c, err);
       throw err;

@@ -8,6 +8,6 @@ export function reportRoutes(app: App, svc: Services): void {
   app.post("/api/rooms/:id/report", async (c) => {
     const id = parseRoomId(c.req.param("id"));
     const input = await jsonBody(c, reportBody);
-    return c.json(await reportRoom(svc, c.var.caller, id, input), 202);
+    return c.json(await reportRoom(svc, c.get("caller"), id, input), 202);
   });
 }

@@ -28,7 +28,7 @@ export function skillRoutes(app: App): void {
       if (under.length > 0) return c.redirect(`/skill/${rel}/`, 301);
       return c.json({ detail: `No file /skill/${rel} in the skill pack; /skill/ lists them.`, code: "not_found" }, 404);
     }
-    const origin = c.var.caller.origin;
+    const origin = c.get("caller").origin;
     const lines = under.map((f) => `${origin}/skill/${f.path}`);
     const listing = `Parley skill pack: ${under.length} file(s)\n\n${lines.join("\n")}\n\nWhole pack: ${origin}/parley-skill.tar.gz\n`;
     return c.body(listing, 200, { "Content-Type": TEXT });

@@ -30,7 +30,7 @@ export function turnRoutes(app: App, svc: Services): void {
   app.post("/api/rooms/:id/turns/:tid/claim", async (c) => c.json(await claimTurn(svc, id(c), c.req.param("tid"), await jsonBody(c, claimTurnBody))));
 
   doc({ method: "post", path: "/api/rooms/:id/turns/:tid/reply", tag: "turns", summary: "Answer your claimed turn: posts the message, closes the turn, opens the next", body: replyTurnBody, response: repliedTurn });
-  app.post("/api/rooms/:id/turns/:tid/reply", async (c) => c.json(await replyTurn(svc, c.var.caller, id(c), c.req.param("tid"), await jsonBody(c, replyTurnBody))));
+  app.post("/api/rooms/:id/turns/:tid/reply", async (c) => c.json(await replyTurn(svc, c.get("caller"), id(c), c.req.param("tid"), await jsonBody(c, replyTurnBody))));
 
   doc({ method: "post", path: "/api/rooms/:id/turns/:tid/skip", tag: "turns", summary: "Skip the open turn: the supervisor (agent_id) or the owner (token)", body: skipTurnBody, response: turnsActionResult, owner: true });
   app.post("/api/rooms/:id/turns/:tid/skip", async (c) => c.json(await skipTurn(svc, id(c), c.req.param("tid"), await jsonBody(c, skipTurnBody), bearer(c))));

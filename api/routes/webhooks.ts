@@ -8,7 +8,7 @@ export function webhookRoutes(app: App, svc: Services): void {
   doc({ method: "post", path: "/api/rooms/:id/webhooks", tag: "webhooks", summary: "Register a webhook (kind alerts: owner token); the secret is shown once", body: registerWebhookBody, response: registeredWebhook, status: 201 });
   app.post("/api/rooms/:id/webhooks", async (c) => {
     const input = await jsonBody(c, registerWebhookBody);
-    return c.json(await registerWebhook(svc, c.var.caller, c.req.param("id"), input, bearer(c)), 201);
+    return c.json(await registerWebhook(svc, c.get("caller"), c.req.param("id"), input, bearer(c)), 201);
   });
 
   doc({ method: "get", path: "/api/rooms/:id/webhooks", tag: "webhooks", summary: "The room's webhooks; owner token", response: webhookList, owner: true });

@@ -51,7 +51,13 @@ export interface Caller {
   origin: string;
 }
 
-export const isoNow = (svc: Services) => new Date(svc.clock.now()).toISOString();
+/** The clock's time as ISO 8601; the string of the last millisecond asked for is kept (a busy server asks many times in one). */
+let lastIso = { ms: Number.NaN, iso: "" };
+export function isoNow(svc: Services): string {
+  const ms = svc.clock.now();
+  if (ms !== lastIso.ms) lastIso = { ms, iso: new Date(ms).toISOString() };
+  return lastIso.iso;
+}
 
 /** The room lifetime settings, as the room rules take them. */
 export const roomLife = (svc: Services) => ({ idleTtlMs: svc.config.roomIdleTtlMs, maxTtlMs: svc.config.roomMaxTtlMs });

@@ -3,10 +3,10 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { PROJECT_ROOT } from "../paths";
 import zlib from "node:zlib";
 
-const SKILL_ROOT = fileURLToPath(new URL("../../skill/", import.meta.url));
+const SKILL_ROOT = path.join(PROJECT_ROOT, "skill") + path.sep;
 
 /** Fixed metadata, so the archive depends on the file contents only. */
 const MTIME = Date.parse("2026-01-01T00:00:00Z") / 1000;

@@ -2,7 +2,7 @@
 // instances comes from row locks on the rooms taken in sorted order at the start of each write
 // transaction; a commit is announced to every instance by one NOTIFY (lib/realtime/pg-listen.ts).
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { PROJECT_ROOT } from "../paths";
 import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
@@ -11,7 +11,7 @@ import type { DeliveryRow, DeliveryStatus, Heads, MessageRow, RoomListQuery, Roo
 import * as rows from "./rows";
 import { adminPgReader, adminPgWriter } from "./admin-pg";
 
-const MIGRATIONS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../drizzle/pg");
+const MIGRATIONS = path.join(PROJECT_ROOT, "drizzle", "pg");
 /** The advisory lock key that serialises migrations when several instances start at once. */
 const MIGRATION_LOCK = 7_201_126;
 export const NOTIFY_CHANNEL = "parley_commits";

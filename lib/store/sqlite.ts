@@ -8,7 +8,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
+import { PROJECT_ROOT } from "../paths";
 import { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
 import { drizzle } from "drizzle-orm/better-sqlite3";
@@ -21,7 +21,7 @@ import { adminReaderOn, adminWriterOn } from "./admin-sqlite";
 import * as rows from "./rows";
 
 const { rooms, events, messages, roomAgents, threads, revisions, discrepancies, handshakes, tasks, boardAgents, turnRooms, turns, webhooks, webhookDeliveries } = schema;
-const MIGRATIONS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../drizzle");
+const MIGRATIONS = path.join(PROJECT_ROOT, "drizzle");
 
 const SORT_COLUMNS = {
   active: [desc(rooms.lastActivityAt)],

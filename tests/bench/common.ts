@@ -70,13 +70,15 @@ function stop(child: ChildProcess): Promise<void> {
 export async function startServerChild(opts: { prefix: string; apiOnly?: boolean; env?: Record<string, string> }): Promise<ServerChild> {
   const port = await freePort();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), opts.prefix));
-  let entry = "server.ts";
+  // The compiled server, as `npm start` runs it (npm run bench builds it first).
+  let entry = path.join(ROOT, "dist", "server.mjs");
   if (opts.apiOnly) {
     // A file, not `-e`: `--input-type=module` would be inherited by the WAL checkpoint worker.
+    const bundle = pathToFileURL(entry).href;
     entry = path.join(dataDir, "api-only.mjs");
-    fs.writeFileSync(entry, `const { startServer } = await import(${JSON.stringify(pathToFileURL(path.join(ROOT, "server.ts")).href)});\nawait startServer({ pages: false, quiet: true });\n`);
+    fs.writeFileSync(entry, `const { startServer } = await import(${JSON.stringify(bundle)});\nawait startServer({ pages: false, quiet: true });\n`);
   }
-  const child = spawn(process.execPath, ["--import", "tsx", entry], {
+  const child = spawn(process.execPath, [entry], {
     cwd: ROOT,
     env: { ...process.env, ...BENCH_LIMITS, ...opts.env, PORT: String(port), HOST: "127.0.0.1", PARLEY_DATA_DIR: dataDir, NODE_ENV: "production" },
     stdio: ["ignore", "inherit", "inherit"],
