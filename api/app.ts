@@ -7,7 +7,7 @@ import type { Services } from "../lib/services/context";
 import { limitRequest } from "../lib/services";
 import { requestMetrics } from "../lib/services/metrics";
 import { holdStream } from "../lib/services/rate-limit";
-import { callerFor, errorResponse, holdUntilClosed, type Env } from "./http";
+import { callerFor, errorResponse, holdUntilClosed, nodeRequest, readBody, type Env } from "./http";
 import { a2aRoutes } from "./routes/a2a";
 import { arbiterRoutes } from "./routes/arbiter";
 import { integrityRoutes } from "./routes/integrity";
@@ -38,6 +38,12 @@ const LONG_POLL = /^\/api\/rooms\/[^/]+\/(messages|turns\/mine)$/;
 const holdsOpen = (method: string, path: string, c: Context<Env>) =>
   method === "GET" && (EVENT_STREAM.test(path) || (LONG_POLL.test(path) && Number(c.req.query("wait")) > 0));
 
+const tooLarge = () => new ParleyError("payload_too_large", "The request body is larger than 64 KiB. Send less text per request.");
+
+/** Form posts (the admin console) keep Hono's reader; every other body on a Node socket is read directly. */
+const FORM_BODY = /^\s*(multipart\/form-data|application\/x-www-form-urlencoded)/i;
+const readsDirectly = (c: Context<Env>) => nodeRequest(c) !== undefined && !FORM_BODY.test(nodeRequest(c)!.headers["content-type"] ?? "");
+
 /** Errors of a request whose client went away while its body was read (aborted, reset, timed out). */
 const GONE = new Set(["ECONNRESET", "ECONNABORTED", "EPIPE", "ERR_STREAM_PREMATURE_CLOSE", "ABORT_ERR"]);
 function clientWentAway(c: Context<Env>, err: Error): boolean {
@@ -65,7 +71,7 @@ export function createApiApp(svc: Services): Hono<Env> {
   // Only requests with a body: the check reads the raw Request, which costs a full Request object.
   const limitBody = bodyLimit({
     maxSize: MAX_BODY_BYTES,
-    onError: (c) => errorResponse(c, new ParleyError("payload_too_large", "The request body is larger than 64 KiB. Send less text per request.")),
+    onError: (c) => errorResponse(c, tooLarge()),
   });
   const metrics = requestMetrics(svc);
   // Every request's frame, in one middleware (each level of Hono's chain costs a promise and a
@@ -85,10 +91,17 @@ export function createApiApp(svc: Services): Hono<Env> {
       if (!(method === "POST" && OWN_BUDGET.test(path))) await limitRequest(svc, caller.ip);
       if (open) await holdUntilClosed(c, holdStream(svc, caller.ip), next);
       else if (method === "GET" || method === "HEAD") await next();
-      else {
+      else if (readsDirectly(c)) {
+        // A JSON (or text) body read straight off the socket, not through a web Request and its
+        // stream; routes get it from Hono's body cache (c.req.text(), .json(), .parseBody()).
+        const text = await readBody(nodeRequest(c)!, MAX_BODY_BYTES);
+        if (text === undefined) throw tooLarge();
+        (c.req.bodyCache as Record<string, Promise<unknown>>).text = Promise.resolve(text);
+        await next();
+      } else {
         // The body limit answers an oversized body itself (else it passes on what next() gives).
-        const tooLarge: unknown = await limitBody(c, next);
-        if (tooLarge instanceof Response) c.res = tooLarge;
+        const answer: unknown = await limitBody(c, next);
+        if (answer instanceof Response) c.res = answer;
       }
     } catch (err) {
       // Thrown here rather than in a route (Hono answers those): answered the same way.

@@ -61,7 +61,38 @@ export function bearer(c: Context): string | undefined {
 }
 
 /** The Node request under a Hono context (undefined outside a Node socket: in-process fetch). */
-const nodeRequest = (c: Context) => (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+export const nodeRequest = (c: Context) => (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+
+/**
+ * The request body as text (UTF-8, a leading BOM dropped, as Request.text() reads it), or
+ * undefined when it is larger than `max` bytes (by its Content-Length, or once that many arrived;
+ * the rest is not kept). Rejects with ECONNRESET when the client goes away before the end.
+ */
+export function readBody(req: IncomingMessage, max: number): Promise<string | undefined> {
+  const declared = Number(req.headers["content-length"]);
+  if (declared > max) return Promise.resolve(undefined);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const settle = (then: () => void) => {
+      if (settled) return;
+      settled = true;
+      req.off("data", onData);
+      then();
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) settle(() => resolve(undefined));
+      else chunks.push(chunk);
+    };
+    req.on("data", onData);
+    req.once("end", () => settle(() => resolve(UTF8.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)))));
+    req.once("error", (err) => settle(() => reject(err)));
+    req.once("close", () => settle(() => reject(Object.assign(new Error("The client went away before the request body arrived."), { code: "ECONNRESET" }))));
+  });
+}
+const UTF8 = new TextDecoder();
 
 export function socketPeer(c: Context): string {
   return nodeRequest(c)?.socket?.remoteAddress ?? "unknown";
