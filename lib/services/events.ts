@@ -4,7 +4,8 @@ import { eventLeafHash, type EventSig, type LogEvent } from "../log/event";
 import { frontierAppend, frontierFromHex, frontierRoot, frontierToHex } from "../log/merkle";
 import { eventProblem, type EventType } from "../domain/catalogue";
 import { eventToRow } from "../store/rows";
-import type { EventRow, RoomRow, StoreWriter } from "../store/types";
+import { RetryWithSavepoints } from "../store/repository";
+import type { EventRow, RoomRow, StoreWriter, WriteOptions } from "../store/types";
 import { project, type Parts, type Projected } from "./projector";
 import { isoNow, roomLife, type Services } from "./context";
 import { expiresAt } from "../domain/room";
@@ -140,6 +141,7 @@ function txOn(svc: Services, w: StoreWriter): Tx {
 
 /** Writes each moved room's events and head, with one signed checkpoint for the batch's last size. */
 async function signHeads(svc: Services, w: StoreWriter, heads: Map<string, PendingHead>): Promise<void> {
+  if (heads.size === 0) return;
   for (const [uuid, head] of heads) {
     const checkpoint = signCheckpoint({
       origin: `${svc.originHost}/room/${uuid}`,
@@ -150,11 +152,12 @@ async function signHeads(svc: Services, w: StoreWriter, heads: Map<string, Pendi
       sign: svc.key.sign,
     });
     head.rows.at(-1)!.checkpoint = checkpoint;
-    for (const row of head.rows) await w.insertEvent(row);
     head.room.checkpoint = checkpoint;
-    await w.updateRoomAfterAppend(uuid, head.room);
     for (const receipt of head.receipts) receipt.checkpoint = checkpoint;
   }
+  // Every room's events, then every room's head: two statements for the whole batch.
+  await w.insertEvents([...heads.values()].flatMap((head) => head.rows));
+  await w.updateRoomsAfterAppend([...heads].map(([uuid, head]) => [uuid, head.room] as const));
 }
 
 /** `seconds` after the transaction's time. */
@@ -164,14 +167,18 @@ export const txAfter = (tx: Tx, seconds: number) => new Date(Date.parse(tx.now) 
  * Runs one write transaction that may append to `rooms` (locked, in sorted order, before fn runs).
  * Readers of every room it appended to are woken once it has committed (the store's onCommit).
  */
-export async function write<T>(svc: Services, rooms: readonly string[], fn: (tx: Tx) => Promise<T>): Promise<T> {
+export async function write<T>(svc: Services, rooms: readonly string[], fn: (tx: Tx) => Promise<T>, options?: WriteOptions): Promise<T> {
   try {
-    return await svc.store.write(rooms, async (w) => {
-      const tx = txOn(svc, w);
-      const value = await fn(tx);
-      await signHeads(svc, w, tx.heads);
-      return value;
-    });
+    return await svc.store.write(
+      rooms,
+      async (w) => {
+        const tx = txOn(svc, w);
+        const value = await fn(tx);
+        await signHeads(svc, w, tx.heads);
+        return value;
+      },
+      options,
+    );
   } finally {
     // A write may change a room row without moving its head (the arbiter's usage): read it again.
     for (const room of rooms) svc.roomRows.forget(room);
@@ -206,16 +213,28 @@ export function queuedWrite<T>(svc: Services, room: string, fn: (tx: Tx) => Prom
 async function flushQueue(svc: Services): Promise<void> {
   const queue = (svc.writeQueue ?? []) as QueuedWrite[];
   svc.writeQueue = undefined;
-  const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
-  try {
-    await write(svc, queue.map((q) => q.room), async (tx) => {
-      for (const item of queue) {
-        try {
-          outcomes.push({ ok: true, value: await tx.savepoint(() => item.fn(tx)) });
-        } catch (error) {
-          outcomes.push({ ok: false, error });
+  let outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+  const batch = (options: WriteOptions) =>
+    write(
+      svc,
+      queue.map((q) => q.room),
+      async (tx) => {
+        outcomes = [];
+        for (const item of queue) {
+          try {
+            outcomes.push({ ok: true, value: await tx.savepoint(() => item.fn(tx)) });
+          } catch (error) {
+            outcomes.push({ ok: false, error });
+          }
         }
-      }
+      },
+      options,
+    );
+  try {
+    // Without savepoints first; a write that failed after writing makes it run again with them.
+    await batch({ optimistic: true }).catch((error: unknown) => {
+      if (error instanceof RetryWithSavepoints) return batch({});
+      throw error;
     });
   } catch (error) {
     for (const item of queue) item.reject(error); // the commit itself failed: nothing was written

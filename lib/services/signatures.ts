@@ -23,8 +23,13 @@ interface SignedWrite {
 }
 
 /** The key pinned to a name in a room, by agentKey (`ALICE` is held to `Alice`'s key); also finds pins made under the exact name. */
-export const pinnedKey = async (tx: Pick<StoreReader, "agentKey">, room: string, name: string): Promise<string | null> =>
-  (await tx.agentKey(room, agentKey(name)))?.pubkeyHex ?? (await tx.agentKey(room, name))?.pubkeyHex ?? null;
+export async function pinnedKey(tx: Pick<StoreReader, "agentKey">, room: string, name: string): Promise<string | null> {
+  const key = agentKey(name);
+  const byKey = (await tx.agentKey(room, key))?.pubkeyHex;
+  // A name that is its own key (most are) has nothing more to look up.
+  if (byKey || key === name) return byKey ?? null;
+  return (await tx.agentKey(room, name))?.pubkeyHex ?? null;
+}
 
 /** The v1 signature an agent sends with a write (the fields of `sig`). */
 export type AgentSig = { pubkey_hex: string; signature_hex: string; ts: string; nonce: string };

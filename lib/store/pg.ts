@@ -7,7 +7,7 @@ import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
 import { ParleyError } from "../errors";
-import type { DeliveryRow, DeliveryStatus, Heads, MessageRow, RoomListQuery, RoomRow, Store, StoreReader, StoreWriter, WebhookRow } from "./repository";
+import { RetryWithSavepoints, type DeliveryRow, type DeliveryStatus, type Heads, type MessageRow, type RoomListQuery, type RoomRow, type Store, type StoreReader, type StoreWriter, type WebhookRow, type WriteOptions } from "./repository";
 import * as rows from "./rows";
 import { adminPgReader, adminPgWriter } from "./admin-pg";
 
@@ -216,9 +216,50 @@ function readerOn(db: Queryable): StoreReader {
 }
 
 
-function writerOn(client: pg.PoolClient, heads: Heads): StoreWriter {
-  const run = async (text: string, values: unknown[], name?: string) => (await client.query(name ? { name, text, values } : { text, values })).rowCount ?? 0;
+/** A transaction's mode, and why it cannot commit (a statement failed outside a savepoint). */
+interface TxState {
+  optimistic: boolean;
+  aborted?: unknown;
+}
+
+/** Rows as one array per column, for a statement that unnests them (a fixed number of parameters for any number of rows). */
+function columns<T>(rows: readonly T[], pick: ((row: T) => unknown)[]): unknown[][] {
+  return pick.map((column) => rows.map(column));
+}
+
+/**
+ * The writer of one transaction. A savepoint (group commit: one per queued write) is opened only
+ * before its write's first statement that is not a SELECT: most queued writes that fail, fail on a
+ * check before writing anything, and two round trips per write are saved. A statement that fails
+ * while its savepoint is not open has aborted the whole transaction: `aborted` then holds its
+ * error, and the transaction is rolled back rather than committed.
+ */
+function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): StoreWriter {
   let savepoints = 0;
+  /** The savepoint to open before the next write, and the one that is open. */
+  let pending: string | undefined;
+  let open: string | undefined;
+  /** Statements that may have written, so far (optimistic mode tells a failed check from a failed write by it). */
+  let writes = 0;
+  const query = async (config: string | pg.QueryConfig, values?: unknown[]) => {
+    const text = typeof config === "string" ? config : config.text;
+    const reads = /^\s*SELECT\b/i.test(text);
+    if (!reads) writes++;
+    if (pending !== undefined && !reads) {
+      await raw.query(`SAVEPOINT ${pending}`);
+      open = pending;
+      pending = undefined;
+    }
+    try {
+      return await raw.query(config as pg.QueryConfig, values);
+    } catch (err) {
+      // Outside an open savepoint, a failed statement has aborted the whole transaction.
+      if (open === undefined) state.aborted ??= state.optimistic ? new RetryWithSavepoints() : err;
+      throw err;
+    }
+  };
+  const client = { query } as unknown as Queryable;
+  const run = async (text: string, values: unknown[], name?: string) => (await client.query(name ? { name, text, values } : { text, values })).rowCount ?? 0;
   return {
     ...readerOn(client),
     ...adminPgWriter(client),
@@ -232,12 +273,18 @@ function writerOn(client: pg.PoolClient, heads: Heads): StoreWriter {
           r.messageCount, r.agentCount, r.headSize, r.headLeaf, r.headRoot, r.frontier, r.checkpoint, r.arbiterWatermark, r.arbiterCalls,
           r.arbiterTokens, r.arbiterItems, r.lastExtractionError],
       )),
-    updateRoomAfterAppend: async (uuid, r) =>
+    // Every room of the transaction in one statement: one column array each, unnested side by side.
+    updateRoomsAfterAppend: async (list) =>
       void (await run(
-        `UPDATE rooms SET head_size = $2, head_leaf = $3, head_root = $4, frontier = $5, checkpoint = $6, status = $7, message_count = $8,
-           agent_count = $9, last_activity_at = $10, expires_at = $11 WHERE uuid = $1`,
-        [uuid, r.headSize, r.headLeaf, r.headRoot, r.frontier, r.checkpoint, r.status, r.messageCount, r.agentCount, r.lastActivityAt, r.expiresAt],
-        "update_room_after_append",
+        `UPDATE rooms AS r SET head_size = v.head_size, head_leaf = v.head_leaf, head_root = v.head_root, frontier = v.frontier,
+           checkpoint = v.checkpoint, status = v.status, message_count = v.message_count, agent_count = v.agent_count,
+           last_activity_at = v.last_activity_at, expires_at = v.expires_at
+         FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::int[], $10::text[], $11::text[])
+           AS v(uuid, head_size, head_leaf, head_root, frontier, checkpoint, status, message_count, agent_count, last_activity_at, expires_at)
+         WHERE r.uuid = v.uuid`,
+        columns(list, [([u]) => u, ([, r]) => r.headSize, ([, r]) => r.headLeaf, ([, r]) => r.headRoot, ([, r]) => r.frontier, ([, r]) => r.checkpoint,
+          ([, r]) => r.status, ([, r]) => r.messageCount, ([, r]) => r.agentCount, ([, r]) => r.lastActivityAt, ([, r]) => r.expiresAt]),
+        "update_rooms_after_append",
       )),
     async updateArbiterState(uuid, s) {
       const cols = { arbiterWatermark: "arbiter_watermark", arbiterCalls: "arbiter_calls", arbiterTokens: "arbiter_tokens", arbiterItems: "arbiter_items", lastExtractionError: "last_extraction_error" } as const;
@@ -245,13 +292,16 @@ function writerOn(client: pg.PoolClient, heads: Heads): StoreWriter {
       if (set.length === 0) return;
       await run(`UPDATE rooms SET ${set.map((k, i) => `${cols[k]} = $${i + 2}`).join(", ")} WHERE uuid = $1`, [uuid, ...set.map((k) => s[k])]);
     },
-    async insertEvent(e) {
+    async insertEvents(rows) {
+      if (rows.length === 0) return;
       await run(
-        `INSERT INTO events (room, seq, ts, type, actor, payload, server, prev, sig, leaf_hash, checkpoint) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)`,
-        [e.room, e.seq, e.ts, e.type, e.actor, e.payload, e.server, e.prev, e.sig ?? null, e.leafHash, e.checkpoint],
-        "insert_event",
+        `INSERT INTO events (room, seq, ts, type, actor, payload, server, prev, sig, leaf_hash, checkpoint)
+         SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])`,
+        columns(rows, [(e) => e.room, (e) => e.seq, (e) => e.ts, (e) => e.type, (e) => e.actor, (e) => e.payload, (e) => e.server, (e) => e.prev,
+          (e) => e.sig ?? null, (e) => e.leafHash, (e) => e.checkpoint]),
+        "insert_events",
       );
-      heads.set(e.room, Math.max(heads.get(e.room) ?? 0, e.seq));
+      for (const e of rows) heads.set(e.room, Math.max(heads.get(e.room) ?? 0, e.seq));
     },
     addAgent: async (room, agent, seq) =>
       (await run(
@@ -272,7 +322,7 @@ function writerOn(client: pg.PoolClient, heads: Heads): StoreWriter {
       // The cascade removes every row the room had; a tombstone is a fresh rooms row with no data.
       const gone = await one<RoomRow>(`DELETE FROM rooms WHERE uuid = $1 RETURNING ${ROOM_COLS}`, [uuid]);
       if (gone && keepTombstone) {
-        await writerOn(client, heads).insertRoom({ ...gone, status: "expired", description: "", frontier: "[]", checkpoint: "" });
+        await writerOn(raw, heads, state).insertRoom({ ...gone, status: "expired", description: "", frontier: "[]", checkpoint: "" });
       }
     },
     insertMessage: async (m) =>
@@ -411,18 +461,35 @@ function writerOn(client: pg.PoolClient, heads: Heads): StoreWriter {
     pruneDeliveries: (deliveredBefore, deadBefore) =>
       run(`DELETE FROM webhook_deliveries WHERE (status = 'delivered' AND created_at < $1) OR (status = 'dead' AND created_at < $2)`, [deliveredBefore, deadBefore]),
     async savepoint<T>(fn: () => Promise<T>): Promise<T> {
-      const name = `sp${++savepoints}`;
+      if (pending !== undefined || open !== undefined) throw new Error("savepoints do not nest here");
       const before = new Map(heads);
-      await client.query(`SAVEPOINT ${name}`);
+      // The transaction is lost already: the rest of the batch waits for the run that replaces it.
+      if (state.aborted !== undefined) throw state.aborted;
+      if (state.optimistic) {
+        const wrote = writes;
+        try {
+          return await fn();
+        } catch (err) {
+          // Its writes cannot be undone alone: the transaction is run again with savepoints.
+          if (writes > wrote) state.aborted ??= new RetryWithSavepoints();
+          heads.clear();
+          for (const [room, seq] of before) heads.set(room, seq);
+          throw err;
+        }
+      }
+      const name = `sp${++savepoints}`;
+      pending = name;
       try {
         const value = await fn();
-        await client.query(`RELEASE SAVEPOINT ${name}`);
+        if (open === name) await raw.query(`RELEASE SAVEPOINT ${name}`);
         return value;
       } catch (err) {
-        await client.query(`ROLLBACK TO SAVEPOINT ${name}`);
+        if (open === name) await raw.query(`ROLLBACK TO SAVEPOINT ${name}`);
         heads.clear();
         for (const [room, seq] of before) heads.set(room, seq); // its appends were rolled back
         throw err;
+      } finally {
+        pending = open = undefined;
       }
     },
   };
@@ -449,17 +516,21 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   const pooled = { query: (config: pg.QueryConfig) => guarded(() => pool.query(config)) } as unknown as Queryable;
   const reader = readerOn(pooled);
 
-  async function write<T>(lockRooms: readonly string[], fn: (tx: StoreWriter) => Promise<T>): Promise<T> {
+  async function write<T>(lockRooms: readonly string[], fn: (tx: StoreWriter) => Promise<T>, options: WriteOptions = {}): Promise<T> {
     const client = await guarded(() => pool.connect());
     const heads: Heads = new Map();
     let broken = false;
+    let state: TxState | undefined;
     try {
       await client.query("BEGIN");
       if (lockRooms.length > 0) {
         // Row locks in one fixed order: two instances' batches over the same rooms cannot deadlock.
         await client.query(`SELECT 1 FROM rooms WHERE uuid = ANY($1::text[]) ORDER BY uuid FOR UPDATE`, [[...new Set(lockRooms)].sort()]);
       }
-      const value = await fn(writerOn(client, heads));
+      state = { optimistic: options.optimistic === true };
+      const value = await fn(writerOn(client, heads, state));
+      // A statement failed outside any savepoint: PostgreSQL has aborted the transaction.
+      if (state.aborted !== undefined) throw state.aborted;
       const announced = [...heads];
       for (let i = 0; i < announced.length; i += NOTIFY_CHUNK) {
         // Delivered to the listeners with the commit, never before it and never without it.
@@ -472,7 +543,8 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
       broken = isUnreachable(err);
       if (!broken) await client.query("ROLLBACK").catch(() => (broken = true));
       if (broken) throw databaseUnavailable();
-      throw err;
+      // What made the transaction fail first (later statements only saw it aborted).
+      throw state?.aborted ?? err;
     } finally {
       client.release(broken);
     }

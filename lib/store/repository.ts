@@ -109,9 +109,11 @@ export interface RoomsReader {
 }
 export interface RoomsWriter {
   insertRoom(row: RoomRow): Promise<void>;
-  updateRoomAfterAppend(uuid: string, room: RoomAfterAppend): Promise<void>;
+  /** The rooms' heads and counters after a transaction's appends (one statement on PostgreSQL). */
+  updateRoomsAfterAppend(rooms: readonly (readonly [uuid: string, room: RoomAfterAppend])[]): Promise<void>;
   updateArbiterState(room: string, state: ArbiterState): Promise<void>;
-  insertEvent(row: EventRow): Promise<void>;
+  /** A transaction's events, every room's at once (one statement on PostgreSQL). */
+  insertEvents(rows: readonly EventRow[]): Promise<void>;
   /** Records an agent in a room; true when it is new there. */
   addAgent(room: string, agentId: string, seq: number): Promise<boolean>;
   /** Records a signature nonce; false when this (pubkey, nonce) was already used in the room. */
@@ -304,6 +306,23 @@ export interface StoreWriter extends StoreReader, RoomsWriter, MessagesWriter, L
   savepoint<T>(fn: () => Promise<T>): Promise<T>;
 }
 
+export interface WriteOptions {
+  /**
+   * Savepoints only where they are needed (PostgreSQL; SQLite's cost nothing): tx.savepoint(fn)
+   * opens none, and a fn that throws after it wrote aborts the transaction with RetryWithSavepoints,
+   * which the caller answers by running the whole transaction again without this option. A fn that
+   * throws before writing (a failed check: the common case) costs nothing.
+   */
+  optimistic?: boolean;
+}
+
+/** The transaction was abandoned, nothing of it written: run it again with savepoints. */
+export class RetryWithSavepoints extends Error {
+  constructor() {
+    super("a savepoint was needed: run the transaction again with savepoints");
+  }
+}
+
 export interface Store extends StoreReader {
   readonly dialect: "sqlite" | "postgres";
   readonly limits: LimitsStore;
@@ -313,7 +332,7 @@ export interface Store extends StoreReader {
    * before fn runs (PostgreSQL: the rooms rows FOR UPDATE; SQLite: the database's one writer), so
    * one writer per room holds across instances and two batches cannot deadlock.
    */
-  write<T>(rooms: readonly string[], fn: (tx: StoreWriter) => Promise<T>): Promise<T>;
+  write<T>(rooms: readonly string[], fn: (tx: StoreWriter) => Promise<T>, options?: WriteOptions): Promise<T>;
   /**
    * Reads in one consistent snapshot of the database (a read-only transaction of its own): what a
    * whole-room read (export, verify) needs so that no write lands between its queries.

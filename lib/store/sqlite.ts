@@ -315,11 +315,15 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter {
     ...reader,
     ...adminWriterOn(sqlite),
     insertRoom: async (r) => void insertRoom.run({ ...r, isPublic: bool(r.isPublic) }),
-    updateRoomAfterAppend: async (uuid, r) => void updateRoomAfterAppend.run({ ...r, uuid }),
+    async updateRoomsAfterAppend(list) {
+      for (const [uuid, r] of list) updateRoomAfterAppend.run({ ...r, uuid });
+    },
     updateArbiterState: async (uuid, state) => void db.update(rooms).set(state).where(eq(rooms.uuid, uuid)).run(),
-    async insertEvent(e) {
-      insertEvent.run({ ...e, sig: e.sig ?? null });
-      heads.set(e.room, Math.max(heads.get(e.room) ?? 0, e.seq));
+    async insertEvents(rows) {
+      for (const e of rows) {
+        insertEvent.run({ ...e, sig: e.sig ?? null });
+        heads.set(e.room, Math.max(heads.get(e.room) ?? 0, e.seq));
+      }
     },
     addAgent: async (room, agent, seq) => addAgent.run({ room, agent, seq }).changes === 1,
     useNonce: async (room, pubkey, nonce, seq) => useNonce.run({ room, pubkey, nonce, seq }).changes === 1,

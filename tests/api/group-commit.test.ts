@@ -1,0 +1,79 @@
+// Group commit (lib/services/events.ts queuedWrite): writes queued in one turn share a transaction,
+// and one that fails rolls back only itself. On PostgreSQL the batch first runs without savepoints
+// (lib/store/pg.ts): a write that fails after writing makes the whole batch run again with them,
+// one that fails on a check before writing costs nothing. Runs on both backends.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { ParleyError } from "../../lib/errors";
+import { queuedWrite } from "../../lib/services/events";
+import { appendMessage } from "../../lib/services/messages";
+import { requireOpenRoom } from "../../lib/services/access";
+import { startApi, TEST_BACKEND, type TestApi } from "../helpers/server";
+
+let f: TestApi;
+before(async () => (f = await startApi()));
+after(() => f.close());
+
+/** Counts the store's transactions while `fn` runs. */
+async function countingTransactions<T>(fn: () => Promise<T>): Promise<{ value: T; transactions: number }> {
+  const store = f.server.svc.store;
+  const original = store.write.bind(store);
+  let transactions = 0;
+  store.write = ((...args: Parameters<typeof original>) => {
+    transactions++;
+    return original(...args);
+  }) as typeof store.write;
+  try {
+    return { value: await fn(), transactions };
+  } finally {
+    store.write = original;
+  }
+}
+
+const post = (room: string, agent: string, text: string, fail?: "before" | "after") =>
+  queuedWrite(f.server.svc, room, async (tx) => {
+    if (fail === "before") throw new ParleyError("validation_error", "refused before writing");
+    const current = await requireOpenRoom(f.server.svc, room, tx);
+    const { message } = await appendMessage(f.server.svc, tx, current, agent, { text });
+    if (fail === "after") throw new ParleyError("validation_error", "refused after writing");
+    return message.id;
+  });
+
+async function newRoom(): Promise<string> {
+  const r = await f.api.post("/api/rooms", {});
+  assert.equal(r.status, 201);
+  return r.body.uuid as string;
+}
+
+const texts = async (room: string) => ((await f.api.get(`/api/rooms/${room}/messages`)).body.messages as { text: string }[]).map((m) => m.text);
+
+describe("group commit", () => {
+  test("a write that fails after writing rolls back alone; the others commit, in order, with a verifiable history", async () => {
+    const room = await newRoom();
+    const { value, transactions } = await countingTransactions(() =>
+      Promise.allSettled([post(room, "a", "first"), post(room, "b", "undone", "after"), post(room, "c", "third")]),
+    );
+    assert.equal(value[0].status, "fulfilled", String((value[0] as PromiseRejectedResult).reason?.stack));
+    assert.equal(value[1].status, "rejected");
+    assert.match(String((value[1] as PromiseRejectedResult).reason.detail), /after writing/);
+    assert.equal(value[2].status, "fulfilled");
+    assert.deepEqual(await texts(room), ["first", "third"]);
+    // PostgreSQL ran the batch again with savepoints; SQLite's savepoints cost nothing and are always on.
+    assert.equal(transactions, TEST_BACKEND === "postgres" ? 2 : 1);
+    const seqs = value.filter((v) => v.status === "fulfilled").map((v) => (v as PromiseFulfilledResult<number>).value);
+    assert.deepEqual(seqs, [2, 3]);
+    const verified = await f.api.post(`/api/rooms/${room}/verify`, {});
+    assert.equal(verified.status, 200);
+    assert.equal(verified.body.verdict, "CLEAN");
+  });
+
+  test("a write refused before it wrote costs the batch nothing", async () => {
+    const room = await newRoom();
+    const { value, transactions } = await countingTransactions(() =>
+      Promise.allSettled([post(room, "a", "one"), post(room, "b", "never", "before"), post(room, "c", "two")]),
+    );
+    assert.deepEqual(value.map((v) => v.status), ["fulfilled", "rejected", "fulfilled"]);
+    assert.equal(transactions, 1);
+    assert.deepEqual(await texts(room), ["one", "two"]);
+  });
+});
