@@ -30,6 +30,11 @@ const MAX_CACHED_BYTES = 32 * 1024 * 1024;
  */
 export class FrameCache {
   private readonly rooms = new Map<string, Map<number, Frame>>();
+  /**
+   * Store reads in flight, by room and cursor: the watchers of a room woken by one commit all miss
+   * the cache at the same cursor, and share one query instead of each sending its own.
+   */
+  private readonly loading = new Map<string, Promise<Frame[]>>();
   private bytes = 0;
 
   constructor(private readonly svc: Services) {}
@@ -45,9 +50,22 @@ export class FrameCache {
     }
     if (out.length === limit) return out;
     const from = out.at(-1)?.seq ?? since;
-    const rows = await this.svc.store.listEvents(room, from, limit - out.length);
-    for (const row of rows) out.push(this.remember(room, toFrame(row)));
+    const loaded = await this.load(room, from, limit - out.length);
+    for (let i = 0; i < loaded.length && out.length < limit; i++) out.push(loaded[i]!);
     return out;
+  }
+
+  /** Frames after `from` from the store (up to `limit`), one query for every reader at that cursor. */
+  private load(room: string, from: number, limit: number): Promise<Frame[]> {
+    const key = `${from}:${room}`;
+    let pending = this.loading.get(key);
+    if (!pending) {
+      pending = this.svc.store.listEvents(room, from, limit).then((rows) => rows.map((row) => this.remember(room, toFrame(row))));
+      this.loading.set(key, pending);
+      const done = () => void this.loading.delete(key);
+      pending.then(done, done);
+    }
+    return pending;
   }
 
   forget(room: string): void {
