@@ -6,8 +6,9 @@ import { messagePage, postedMessage, postMessageBody, readMessagesQuery } from "
 import { agentId, queryInt } from "../../lib/schemas/common";
 import { turn } from "../../lib/schemas/turns";
 import { agentKey } from "../../lib/domain/names";
-import { roomEventStream } from "../../lib/realtime/sse";
-import { doc, jsonBody, queryOf, type App } from "../http";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
+import { roomEventStream, serveRoomEvents, SSE_HEADERS } from "../../lib/realtime/sse";
+import { doc, jsonBody, nodeResponse, queryOf, type App } from "../http";
 import { validationError } from "../../lib/errors";
 
 const eventsQuery = z.object({
@@ -44,13 +45,13 @@ export function messageRoutes(app: App, svc: Services): void {
       since = parsed.data;
     }
     const filter = query.mentioning === undefined ? {} : { addressedTo: agentKey(query.mentioning) };
-    return new Response(roomEventStream(svc, room.uuid, since, c.req.raw.signal, undefined, filter), {
-      headers: {
-        "Content-Type": "text/event-stream; charset=utf-8",
-        "Cache-Control": "no-cache, no-transform",
-        "X-Accel-Buffering": "no",
-        Connection: "keep-alive",
-      },
-    });
+    // Written straight to the socket (no ReadableStream between, no abort signal: the response's
+    // "close" ends it); a runtime without a Node response gets the same stream as a body.
+    const res = nodeResponse(c);
+    if (res) {
+      serveRoomEvents(svc, res, room.uuid, since, filter);
+      return RESPONSE_ALREADY_SENT;
+    }
+    return new Response(roomEventStream(svc, room.uuid, since, c.req.raw.signal, undefined, filter), { headers: SSE_HEADERS });
   });
 }

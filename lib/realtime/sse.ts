@@ -1,15 +1,23 @@
-import { requireRoom } from "../services/access";
+import type { ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import type { Services } from "../services/context";
-import { ROOM_GONE } from "./notifier";
+import { watchRoom, type Sink } from "./fanout";
 
 const encoder = new TextEncoder();
 export const SSE_PING_MS = 15_000;
 const PING = encoder.encode(": ping\n\n");
+const RETRY = encoder.encode("retry: 2000\n\n");
 
 /** Bytes a stream queues ahead of its socket; past them it stops reading the store until drained. */
 export const SSE_QUEUE_BYTES = 64 * 1024;
-/** Frames read from the store at a time, at most (a frame of a long message is tens of KiB). */
-const PAGE = 16;
+
+/** The SSE response's headers. */
+export const SSE_HEADERS: Readonly<Record<string, string>> = {
+  "Content-Type": "text/event-stream; charset=utf-8",
+  "Cache-Control": "no-cache, no-transform",
+  "X-Accel-Buffering": "no",
+  Connection: "keep-alive",
+};
 
 /** Which events a stream sends: all of them, or (`mentioning`) those addressed to one agent. */
 export interface StreamFilter {
@@ -18,119 +26,95 @@ export interface StreamFilter {
 }
 
 /**
- * A Server-Sent Events body with every event of a room after `since` (or those the filter keeps:
- * the cursor still moves past the others, so a wake-up never re-reads them). It sleeps on the notifier,
- * re-reads from its own cursor when woken (lossless), pings every 15 s, and unsubscribes on both
- * client abort and stream cancel. It ends when the room is deleted or expires.
+ * Server-Sent Events of every event of a room after `since` (or those the filter keeps: the cursor
+ * still moves past the others, so a wake-up never re-reads them), written straight to the Node
+ * response: each frame is encoded once for all the room's watchers (lib/realtime/feed.ts) and, once
+ * a stream has caught up, read once per head move for all of them (lib/realtime/fanout.ts). Pings
+ * every 15 s; ends when the client leaves, or when the room is deleted or expires.
  *
- * Backpressure: frames are read from the store only while the stream's queue has room
- * (SSE_QUEUE_BYTES); the writer takes from it only while the socket drains (@hono/node-server
- * waits for "drain"). A client that stops reading costs its queue and its socket buffer, not the
- * room; server.ts drops it once it stays stalled (PARLEY_STALLED_STREAM_TIMEOUT), and it resumes
- * with Last-Event-ID.
+ * Backpressure: a stream writes while less than SSE_QUEUE_BYTES wait for its socket; past them it
+ * leaves the room's feed, and reads on from its own cursor after "drain". A client that stops
+ * reading costs its buffers, not the room; server.ts drops it once it stays stalled
+ * (PARLEY_STALLED_STREAM_TIMEOUT), and it resumes with Last-Event-ID.
+ */
+export function serveRoomEvents(svc: Services, res: ServerResponse, roomId: string, since: number, filter: StreamFilter = {}, pingMs = SSE_PING_MS): void {
+  res.writeHead(200, SSE_HEADERS);
+  // Node corks a response's socket on its first write of a tick and uncorks it on the next tick,
+  // after every pending promise job of the process. A post's fan-out corks each socket itself and
+  // uncorks it after the stream's frames: the bytes go out in the same pass, one write per socket.
+  // Full is SSE_QUEUE_BYTES not yet taken by the socket: past Node's own mark (16 KiB), so a write
+  // that filled it said false and "drain" follows. A large frame the socket takes at once leaves
+  // the stream with room, and live.
+  let corked: Socket | undefined;
+  const sink: Sink = {
+    room: () => (res.destroyed || res.writableEnded ? 0 : SSE_QUEUE_BYTES - res.writableLength),
+    write: (bytes) => {
+      if (res.destroyed || res.writableEnded) return false;
+      const socket = res.socket;
+      if (!corked && socket && !socket.writableCorked) (corked = socket).cork();
+      res.write(bytes);
+      return res.writableLength < SSE_QUEUE_BYTES;
+    },
+    flush: () => {
+      const socket = corked;
+      corked = undefined;
+      socket?.uncork();
+    },
+    end: () => void (res.destroyed || res.end()),
+  };
+  sink.write(RETRY);
+  sink.flush();
+  const watch = watchRoom(svc, roomId, since, sink, { addressedTo: filter.addressedTo, pingMs, ping: PING });
+  res.on("drain", watch.resume);
+  res.once("close", watch.stop);
+}
+
+/**
+ * The same stream as a ReadableStream (for a caller without a Node response): frames are queued
+ * while the stream's queue has room (SSE_QUEUE_BYTES) and read on when its reader pulls.
  */
 export function roomEventStream(svc: Services, roomId: string, since: number, signal: AbortSignal, pingMs = SSE_PING_MS, filter: StreamFilter = {}): ReadableStream<Uint8Array> {
-  const { addressedTo } = filter;
-  let cursor = since;
-  let cleanup = () => {};
-  let flush = () => {};
-  return new ReadableStream<Uint8Array>({
-    start(controller) {
-      let closed = false;
-      let pending = false;
-      const close = () => {
-        if (closed) return;
-        closed = true;
-        cleanup();
-        try {
-          controller.close();
-        } catch {
-          /* already closed by the reader */
-        }
-      };
-      /** Ends the stream when the room is gone or expired; true while it lives. */
-      const roomAlive = async () => {
-        try {
-          await requireRoom(svc, roomId);
-          return true;
-        } catch {
-          close();
-          return false;
-        }
-      };
-      const queueHasRoom = () => (controller.desiredSize ?? 0) > 0;
-      let flushing = false;
-      let again = false;
-      const sent = { frames: 0, bytes: 0 };
-      const drain = async () => {
-        do {
-          again = false;
-          while (!closed && queueHasRoom()) {
-            // As many frames as the queue has room for, by the size of those sent so far: a page
-            // of small frames, one or two of large ones (none read only to be dropped).
-            const average = sent.frames > 0 ? sent.bytes / sent.frames : 1024;
-            const frames = await svc.frames.read(roomId, cursor, Math.max(1, Math.min(PAGE, Math.ceil(controller.desiredSize! / average))));
-            if (frames.length === 0) break;
-            // Frames carry their bytes, encoded once for every watcher of the room.
-            for (const frame of frames) {
-              cursor = frame.seq;
-              if (addressedTo !== undefined && !frame.addressed.includes(addressedTo)) continue;
-              sent.frames++;
-              sent.bytes += frame.bytes.byteLength;
-              if (closed) return;
-              controller.enqueue(frame.bytes);
-              if (!queueHasRoom()) break;
+  let watch: ReturnType<typeof watchRoom> | undefined;
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        let closed = false;
+        const sink: Sink = {
+          room: () => (closed ? 0 : (controller.desiredSize ?? 0)),
+          write: (bytes) => {
+            if (closed) return false;
+            controller.enqueue(bytes);
+            return (controller.desiredSize ?? 0) > 0;
+          },
+          flush: () => {},
+          end: () => {
+            if (closed) return;
+            closed = true;
+            signal.removeEventListener("abort", onAbort);
+            try {
+              controller.close();
+            } catch {
+              /* already closed by the reader */
             }
-          }
-        } while (again && !closed);
-      };
-      flush = () => {
-        // enqueue() may call pull() (and so flush) at once when a read is waiting, and wake-ups
-        // arrive while a read is out: one drain at a time, run again if asked meanwhile.
-        if (closed) return;
-        if (flushing) return void (again = true);
-        flushing = true;
-        drain()
-          .catch(() => close()) // the store went away: the client reconnects with Last-Event-ID
-          .finally(() => (flushing = false));
-      };
-      // Wake-ups during a burst are coalesced into one read per tick.
-      const wake = (seq: number) => {
-        if (seq === ROOM_GONE) return void roomAlive();
-        if (pending) return;
-        pending = true;
-        queueMicrotask(() => {
-          pending = false;
-          flush();
-        });
-      };
-      const unsubscribe = svc.notifier.subscribe(roomId, wake);
-      // The ping also notices a room that expired while nothing was said.
-      const ping = setInterval(() => {
-        if (closed) return;
-        void roomAlive().then((alive) => {
-          if (!alive || closed) return;
-          // A stream with bytes still queued needs no ping to stay open.
-          if (queueHasRoom()) controller.enqueue(PING);
-          flush();
-        });
-      }, pingMs);
-      const onAbort = () => close();
-      cleanup = () => {
-        unsubscribe();
-        clearInterval(ping);
-        signal.removeEventListener("abort", onAbort);
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      controller.enqueue(encoder.encode("retry: 2000\n\n"));
-      void roomAlive().then((alive) => alive && flush());
+          },
+        };
+        const onAbort = () => {
+          watch?.stop();
+          sink.end();
+        };
+        if (signal.aborted) return sink.end();
+        sink.write(RETRY);
+        watch = watchRoom(svc, roomId, since, sink, { addressedTo: filter.addressedTo, pingMs, ping: PING });
+        signal.addEventListener("abort", onAbort, { once: true });
+      },
+      // The reader took from the queue: read on from the cursor.
+      pull() {
+        watch?.resume();
+      },
+      cancel() {
+        watch?.stop();
+      },
     },
-    // The writer took from the queue (its socket drained): read on from the cursor.
-    pull() {
-      flush();
-    },
-    cancel() {
-      cleanup();
-    },
-  }, new ByteLengthQueuingStrategy({ highWaterMark: SSE_QUEUE_BYTES }));
+    new ByteLengthQueuingStrategy({ highWaterMark: SSE_QUEUE_BYTES }),
+  );
 }
