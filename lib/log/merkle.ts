@@ -1,19 +1,47 @@
 // RFC 6962 / RFC 9162 Merkle tree over a room's leaf hashes.
 // All `leaves` arguments below are *leaf hashes* (32 bytes each, from leafHash), not raw data.
-import { bytesEqual, concatBytes, hexToBytes, sha256, bytesToHex } from './bytes';
+import { bytesEqual, hexToBytes, sha256, bytesToHex } from './bytes';
 
 export const HASH_LEN = 32;
-const LEAF_PREFIX = new Uint8Array([0x00]);
-const NODE_PREFIX = new Uint8Array([0x01]);
+
+const encoder = new TextEncoder();
+/** 0x00 ‖ data, written in place: no concatenation per leaf. Grows to the largest event seen. */
+let leafScratch = new Uint8Array(4096);
+/** 0x01 ‖ left ‖ right. sha256 is synchronous and returns a new array, so one buffer serves every call. */
+const nodeScratch = new Uint8Array(1 + 2 * HASH_LEN);
+nodeScratch[0] = 0x01;
 
 /** SHA-256(0x00 ‖ data): the domain prefix stops a leaf from posing as an inner node. */
 export function leafHash(data: Uint8Array): Uint8Array {
-  return sha256(concatBytes(LEAF_PREFIX, data));
+  if (leafScratch.length < data.length + 1) leafScratch = new Uint8Array(Math.max(data.length + 1, 2 * leafScratch.length));
+  leafScratch[0] = 0x00;
+  leafScratch.set(data, 1);
+  return sha256(leafScratch.subarray(0, data.length + 1));
+}
+
+/** leafHash(UTF-8 of text), encoding straight behind the prefix (an event's canonical JSON). */
+export function leafHashOfText(text: string): Uint8Array {
+  // UTF-8 takes at most 3 bytes per UTF-16 code unit.
+  if (leafScratch.length < 3 * text.length + 1) leafScratch = new Uint8Array(Math.max(3 * text.length + 1, 2 * leafScratch.length));
+  leafScratch[0] = 0x00;
+  const { written } = encoder.encodeInto(text, leafScratch.subarray(1));
+  return sha256(leafScratch.subarray(0, written + 1));
 }
 
 /** SHA-256(0x01 ‖ left ‖ right). */
 export function nodeHash(left: Uint8Array, right: Uint8Array): Uint8Array {
-  return sha256(concatBytes(NODE_PREFIX, left, right));
+  if (left.length !== HASH_LEN || right.length !== HASH_LEN) return nodeHashAnyLength(left, right);
+  nodeScratch.set(left, 1);
+  nodeScratch.set(right, 1 + HASH_LEN);
+  return sha256(nodeScratch);
+}
+
+function nodeHashAnyLength(left: Uint8Array, right: Uint8Array): Uint8Array {
+  const buf = new Uint8Array(1 + left.length + right.length);
+  buf[0] = 0x01;
+  buf.set(left, 1);
+  buf.set(right, 1 + left.length);
+  return sha256(buf);
 }
 
 /** MTH({}) = SHA-256 of the empty string. */
@@ -26,8 +54,8 @@ function splitPoint(n: number): number {
   return k;
 }
 
-// BigInt so sizes past 2^31 do not wrap in 32-bit bitwise operators.
-const isPow2 = (n: number) => n > 0 && (BigInt(n) & BigInt(n - 1)) === 0n;
+// BigInt past 2^30 so sizes past 2^31 do not wrap in 32-bit bitwise operators.
+const isPow2 = (n: number) => n > 0 && (n <= 0x40000000 ? (n & (n - 1)) === 0 : (BigInt(n) & BigInt(n - 1)) === 0n);
 
 /**
  * A memoised MTH over a growing list of leaves: the root of an aligned perfect subtree never
@@ -181,6 +209,10 @@ export function verifyInclusion(
 /** PROOF(m, D[0:n]) (RFC 9162 §2.1.4.1). Empty for m == n; throws for m == 0 or m > n. */
 export function consistencyProof(leaves: Uint8Array[], m: number, n: number, subtree: SubtreeHash = (a, b) => subtreeRoot(leaves, a, b)): Uint8Array[] {
   checkRange(leaves, n);
+  return consistencyPath(m, n, subtree);
+}
+
+function consistencyPath(m: number, n: number, subtree: SubtreeHash): Uint8Array[] {
   if (!Number.isSafeInteger(m) || m < 1 || m > n) {
     throw new Error(`merkle: no consistency proof from ${m} to ${n}`);
   }
@@ -238,4 +270,95 @@ export function verifyConsistency(
     sn >>= 1n;
   }
   return sn === 0n && bytesEqual(fr, rootM) && bytesEqual(sr, rootN);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A whole tree kept as it grows: every leaf and the root of every aligned perfect subtree, each
+// level one flat byte array (about 64 bytes per leaf in all). Appending costs one hash per carry,
+// n - 1 node hashes for n leaves; the root at any size is then popcount(size) - 1 hashes, and any
+// subtree or proof O(log n). The verifier builds one over a room's events as they stream past.
+
+export class MerkleTree {
+  /** levels[h] holds the roots of the perfect subtrees of 2^h leaves, in order, 32 bytes each. */
+  private levels: Uint8Array[] = [new Uint8Array(64 * HASH_LEN)];
+  private counts: number[] = [0];
+  private sizeNow = 0;
+
+  get size(): number {
+    return this.sizeNow;
+  }
+
+  /** Appends a 32-byte leaf hash (copied). */
+  append(leaf: Uint8Array): void {
+    if (leaf.length !== HASH_LEN) throw new Error('merkle: leaf hash must be 32 bytes');
+    let node = leaf;
+    for (let h = 0; ; h++) {
+      const at = this.counts[h]!;
+      this.put(h, at, node);
+      // A node of level h with an odd index completes its parent: binary increment's carry.
+      if (at % 2 === 0) break;
+      node = nodeHash(this.node(h, at - 1), this.node(h, at));
+      if (h + 1 === this.levels.length) {
+        this.levels.push(new Uint8Array(Math.max(64, this.levels[h]!.length / (2 * HASH_LEN)) * HASH_LEN));
+        this.counts.push(0);
+      }
+    }
+    this.sizeNow++;
+  }
+
+  /** Leaf hash `i` (a view: copy it to keep it past later appends). */
+  leaf(i: number): Uint8Array {
+    if (!Number.isSafeInteger(i) || i < 0 || i >= this.sizeNow) throw new Error(`merkle: no leaf ${i}`);
+    return this.node(0, i);
+  }
+
+  /** MTH(D[0:size]). */
+  root(size: number = this.sizeNow): Uint8Array {
+    this.checkSize(size);
+    return this.mth(0, size).slice();
+  }
+
+  /** MTH(D[start:end]) (a new array): stored when the range is an aligned perfect subtree, else O(log n) hashes. */
+  readonly subtree: SubtreeHash = (start, end) => {
+    if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || start < 0 || start > end || end > this.sizeNow) {
+      throw new Error(`merkle: no subtree [${start}, ${end}) in a tree of ${this.sizeNow} leaves`);
+    }
+    return this.mth(start, end).slice();
+  };
+
+  /** Stored nodes are written once and never change (a grown level keeps the old bytes), so views are safe here. */
+  private mth(start: number, end: number): Uint8Array {
+    const n = end - start;
+    if (n === 0) return EMPTY_ROOT;
+    if (isPow2(n) && start % n === 0) return this.node(Math.log2(n), start / n);
+    const k = splitPoint(n);
+    return nodeHash(this.mth(start, start + k), this.mth(start + k, end));
+  }
+
+  /** PROOF(m, D[0:n]) (RFC 9162 §2.1.4.1) from the stored nodes. */
+  consistencyProof(m: number, n: number = this.sizeNow): Uint8Array[] {
+    this.checkSize(n);
+    return consistencyPath(m, n, this.subtree);
+  }
+
+  private checkSize(size: number): void {
+    if (!Number.isSafeInteger(size) || size < 0 || size > this.sizeNow) {
+      throw new Error(`merkle: size ${size} out of range (have ${this.sizeNow} leaves)`);
+    }
+  }
+
+  private node(h: number, i: number): Uint8Array {
+    return this.levels[h]!.subarray(i * HASH_LEN, (i + 1) * HASH_LEN);
+  }
+
+  private put(h: number, i: number, hash: Uint8Array): void {
+    let level = this.levels[h]!;
+    if ((i + 1) * HASH_LEN > level.length) {
+      const grown = new Uint8Array(2 * level.length);
+      grown.set(level);
+      this.levels[h] = level = grown;
+    }
+    level.set(hash, i * HASH_LEN);
+    this.counts[h] = i + 1;
+  }
 }
