@@ -6,7 +6,8 @@
 import fs from "node:fs";
 import { roomIdFromArgument } from "../mcp/room-arg";
 import { ed25519VerifyAsync } from "../lib/services/server-key";
-import { BUNDLE_FORMAT, verifyBundle, type RoomBundle, type VerifyReport } from "../lib/log/verify";
+import { BUNDLE_FORMAT, type VerifyReport } from "../lib/log/verify";
+import { BundleFormatError, verifyBundleStream } from "../lib/log/bundle-stream";
 import { parseRoomId } from "../lib/services/access";
 
 const EXIT = { CLEAN: 0, REFUTED: 1, INCONCLUSIVE: 2, USAGE: 3 } as const;
@@ -54,7 +55,33 @@ class UsageError extends Error {}
 
 const messageOf = (err: unknown) => (err as { cause?: { message?: string } })?.cause?.message ?? (err instanceof Error ? err.message : String(err));
 
-async function loadBundle(target: string): Promise<RoomBundle> {
+/** A bundle file a MiB at a time. Read synchronously: the thread pool is left to the Ed25519 checks. */
+async function* fileChunks(file: string): AsyncGenerator<Uint8Array> {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, "r");
+  } catch (err) {
+    throw new UsageError(`cannot read ${file}: ${messageOf(err)}`);
+  }
+  try {
+    const buf = new Uint8Array(1 << 20);
+    for (;;) {
+      let n: number;
+      try {
+        n = fs.readSync(fd, buf);
+      } catch (err) {
+        throw new UsageError(`cannot read ${file}: ${messageOf(err)}`);
+      }
+      if (n === 0) return;
+      yield buf.subarray(0, n); // the verifier copies what it keeps before the next read
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** The bundle's bytes, from a file or a room's export, for the verifier to read as they come. */
+async function bundleSource(target: string): Promise<AsyncIterable<Uint8Array>> {
   if (/^https?:\/\//.test(target)) {
     let id: string;
     try {
@@ -63,20 +90,26 @@ async function loadBundle(target: string): Promise<RoomBundle> {
       throw new UsageError(`${target} is not a room URL`);
     }
     const url = `${new URL(target).origin}/api/rooms/${id}/export`;
+    const fetchError = (err: unknown) => new UsageError(`could not fetch the room bundle from ${url}: ${messageOf(err)}`);
+    let body: AsyncIterable<Uint8Array>;
     try {
       const res = await fetch(url);
-      if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      return (await res.json()) as RoomBundle;
+      if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);
+      body = res.body as unknown as AsyncIterable<Uint8Array>;
     } catch (err) {
-      throw new UsageError(`could not fetch the room bundle from ${url}: ${messageOf(err)}`);
+      throw fetchError(err);
     }
+    // A connection lost in the middle of the body is a fetch that failed, not a verdict.
+    return (async function* () {
+      try {
+        yield* body;
+      } catch (err) {
+        throw fetchError(err);
+      }
+    })();
   }
   if (!fs.existsSync(target)) throw new UsageError(`no such file: ${target}`);
-  try {
-    return JSON.parse(fs.readFileSync(target, "utf8")) as RoomBundle;
-  } catch {
-    throw new UsageError(`${target} is not JSON`);
-  }
+  return fileChunks(target);
 }
 
 function readCheckpoint(file: string | undefined): string {
@@ -113,13 +146,18 @@ async function verifyCommand(args: string[]): Promise<number> {
   }
   if (!target) throw new UsageError("verify needs a bundle file or a room URL");
   if (key !== undefined && !/^[0-9a-f]{64}$/i.test(key)) throw new UsageError("--key must be 64 hex digits");
-  const bundle = await loadBundle(target);
-  if (bundle?.format !== BUNDLE_FORMAT || !Array.isArray(bundle.events)) throw new UsageError(`not a ${BUNDLE_FORMAT} file`);
-  const report = await verifyBundle(bundle, {
-    verify: ed25519VerifyAsync,
-    checkpoint,
-    trustedKey: key ? { key_name: bundle.server_key.key_name, pubkey_hex: key.toLowerCase() } : undefined,
-  });
+  // Streamed through the verifier as it is read: a large room is never in memory as text and objects at once.
+  let report: VerifyReport;
+  try {
+    report = await verifyBundleStream(await bundleSource(target), (head) => ({
+      verify: ed25519VerifyAsync,
+      checkpoint,
+      trustedKey: key ? { key_name: head.server_key.key_name, pubkey_hex: key.toLowerCase() } : undefined,
+    }));
+  } catch (err) {
+    if (err instanceof BundleFormatError) throw new UsageError(err.syntax ? `${target} is not JSON` : `${target} is not a ${BUNDLE_FORMAT} file: ${err.message}`);
+    throw err;
+  }
   if (json) console.log(JSON.stringify(report, null, 2));
   else {
     printReport(report);

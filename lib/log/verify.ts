@@ -11,9 +11,10 @@ import { turnRuleViolations } from "../domain/turns";
 import { bytesEqual, bytesToBase64, bytesToHex, hexToBytes, utf8 } from "./bytes";
 import { keyId, parseCheckpoint, type ParsedCheckpoint } from "./checkpoint";
 import { ed25519InputProblem, isStrictEd25519Input } from "./ed25519";
-import { canonicalize } from "./jcs";
+import { canonicalEqual } from "./jcs";
 import { agentEnvelope, eventLeafHash, legacySignedString, ZERO_HASH_HEX, type LogEvent } from "./event";
-import { consistencyProof, frontierAppend, frontierRoot, verifyConsistency, EMPTY_ROOT, type Frontier } from "./merkle";
+import { MerkleTree, verifyConsistency, EMPTY_ROOT } from "./merkle";
+import type { Message } from "../domain/message";
 
 export const BUNDLE_FORMAT = "parley-room-bundle/1";
 
@@ -75,101 +76,190 @@ export interface VerifyOptions {
 
 const MAX_FAILURES = 1000;
 
-export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Promise<VerifyReport> {
-  const failures: Failure[] = [];
-  const inconclusive: string[] = [];
-  const fail = (seq: number | null, type: string, detail: string) => {
-    if (failures.length < MAX_FAILURES) failures.push({ seq, type, detail });
-  };
-  const key = opts.trustedKey ?? bundle.server_key;
-  const pending: Promise<void>[] = [];
-  const check = (ok: boolean | Promise<boolean>, onFail: () => void) => {
+/** What a bundle says about itself before its lists: the verifier needs it first. */
+export type BundleHead = Pick<RoomBundle, "origin" | "room" | "server_key">;
+
+/** The served projections without their messages, which may be fed one at a time (RoomVerifier.servedMessage). */
+export type ServedProjections = Omit<Projections, "messages">;
+
+type Check = (ok: boolean | Promise<boolean>, onFail: () => void) => void;
+type CheckpointEntry = { cp: ParsedCheckpoint; signature: boolean | Promise<boolean> | null };
+
+/**
+ * The verifier of SPEC 4.5, fed a room's bundle piece by piece: events in order, then (in any
+ * order) checkpoints, the served projections and their messages, then finish(). It holds the
+ * events once (the replay needs them), a 64-byte-per-leaf Merkle tree, and the served messages only
+ * until each is compared — so a caller that streams the bundle (the CLI from a file, the server
+ * from its store) never holds it twice. Ed25519 checks start as soon as a signature arrives; with an
+ * async verify function they run beside the hashing. verifyBundle feeds it a parsed bundle.
+ *
+ * Each check and its failure texts are as they were when the checks ran one after another over a
+ * whole bundle; failures are kept per check, in that order, up to MAX_FAILURES, then sorted by seq.
+ */
+export class RoomVerifier {
+  private readonly key: ServerKeyRef;
+  private readonly pubkey: Uint8Array | null = null;
+  private readonly wantKeyId: Uint8Array | null = null;
+  // Failures and inconclusive notes per check, in the order the checks are listed in SPEC 4.5.
+  private readonly failed = { events: [] as Failure[], checkpoints: [] as Failure[], signatures: [] as Failure[], projections: [] as Failure[], extraMessages: [] as Failure[], caller: [] as Failure[] };
+  private readonly notes = { key: [] as string[], checkpoints: [] as string[], signatures: [] as string[], projections: [] as string[], caller: [] as string[] };
+  private readonly pending: Promise<void>[] = [];
+
+  // 1. events
+  private events: LogEvent[] = [];
+  private leafHex: string[] = [];
+  private readonly tree = new MerkleTree();
+  private prev = ZERO_HASH_HEX;
+  private prevLinks = 0;
+  private eventsDone = false;
+
+  // 2. checkpoints: parsed as they come, compared with the tree once every event is in.
+  private checkpointCount = 0;
+  private readonly checkpoints: CheckpointEntry[] = [];
+  /** One Ed25519 check per distinct signed note body and signature, however often a note is listed. */
+  private readonly noteChecks = new Map<string, boolean | Promise<boolean>>();
+
+  // 3. agent signatures
+  private readonly pinned = new Map<string, string>();
+  private readonly nonces = new Set<string>();
+  private readonly agentKeys = new Map<string, string>();
+  private agentSignatures = 0;
+
+  // 4. projections: the replay once the events are in; served messages compared as they arrive.
+  private rebuilt: Projections | null = null;
+  private rebuiltMessages: Map<number, Message> | null = null;
+  /** Per served message id (the last one served under it, as a Map of the list would keep): whether it equals the rebuilt one. */
+  private readonly messageMatches = new Map<number, boolean>();
+  private waitingMessages: Message[] = [];
+  private served: ServedProjections | null = null;
+  private servedMessages = false;
+  private turnViolations: { seq: number; detail: string }[] = [];
+
+  constructor(
+    private readonly head: BundleHead,
+    private readonly opts: VerifyOptions,
+  ) {
+    this.key = opts.trustedKey ?? head.server_key;
+    if (opts.trustedKey && (opts.trustedKey.pubkey_hex !== head.server_key.pubkey_hex || opts.trustedKey.key_name !== head.server_key.key_name)) {
+      this.fail("events", null, "server_key", "The bundle names a different server key than the one trusted.");
+    }
+    try {
+      this.pubkey = hexToBytes(this.key.pubkey_hex);
+      this.wantKeyId = keyId(this.key.key_name, this.pubkey);
+    } catch {
+      this.notes.key.push("The server key is not valid hex, so no checkpoint signature could be checked.");
+    }
+  }
+
+  private fail(bucket: keyof RoomVerifier["failed"], seq: number | null, type: string, detail: string): void {
+    const list = this.failed[bucket];
+    if (list.length < MAX_FAILURES) list.push({ seq, type, detail });
+  }
+
+  private readonly check: Check = (ok, onFail) => {
     if (typeof ok === "boolean") {
       if (!ok) onFail();
-    } else pending.push(ok.then((v) => (v ? undefined : onFail()), onFail));
+    } else this.pending.push(ok.then((v) => (v ? undefined : onFail()), onFail));
   };
+
   // Whatever verify function the caller supplies (node:crypto, WebCrypto, noble), the strict input
   // rules come first: no small-order or non-canonical key or R, no S >= L (lib/log/ed25519.ts).
-  const verifySig = (pub: Uint8Array, msg: Uint8Array, sig: Uint8Array): boolean | Promise<boolean> => {
+  private readonly verifySig = (pub: Uint8Array, msg: Uint8Array, sig: Uint8Array): boolean | Promise<boolean> => {
     if (!isStrictEd25519Input(pub, sig)) return false;
     try {
-      return opts.verify(pub, msg, sig);
+      const ok = this.opts.verify(pub, msg, sig);
+      // A rejected promise is a signature that did not verify, never an unhandled rejection.
+      return typeof ok === "boolean" ? ok : Promise.resolve(ok).catch(() => false);
     } catch {
       return false;
     }
   };
 
-  if (opts.trustedKey && (opts.trustedKey.pubkey_hex !== bundle.server_key.pubkey_hex || opts.trustedKey.key_name !== bundle.server_key.key_name)) {
-    fail(null, "server_key", "The bundle names a different server key than the one trusted.");
-  }
-
-  // 1. Canonical bytes, leaf hashes and prev links; roots at every size along the way.
-  const leaves: Uint8Array[] = [];
-  const leafHex: string[] = [];
-  const roots: Uint8Array[] = [EMPTY_ROOT];
-  let frontier: Frontier = [];
-  let prev = ZERO_HASH_HEX;
-  let prevLinks = 0;
-  bundle.events.forEach((event, i) => {
+  /** The next event of the log (seq order), with the leaf hash the server stores for it when verifying online. */
+  event(event: LogEvent, storedLeafHash?: string): void {
+    if (this.eventsDone) throw new Error("verify: an event after the end of the events");
+    const i = this.events.length;
     const seq = i + 1;
-    if (event.seq !== seq) fail(seq, "sequence", `Event at position ${seq} says seq ${event.seq}: an event is missing or out of order.`);
-    if (event.room !== bundle.room || event.v !== 1) fail(seq, "event_format", "The event names another room or version.");
+    if (event.seq !== seq) this.fail("events", seq, "sequence", `Event at position ${seq} says seq ${event.seq}: an event is missing or out of order.`);
+    if (event.room !== this.head.room || event.v !== 1) this.fail("events", seq, "event_format", "The event names another room or version.");
     const problem = eventProblem(event);
-    if (problem) fail(seq, "event_format", `Event ${seq} does not fit the event catalogue: ${problem}`);
+    if (problem) this.fail("events", seq, "event_format", `Event ${seq} does not fit the event catalogue: ${problem}`);
     let leaf: Uint8Array;
     try {
       leaf = eventLeafHash(event);
     } catch {
-      fail(seq, "event_format", "The event cannot be canonicalised (RFC 8785).");
+      this.fail("events", seq, "event_format", "The event cannot be canonicalised (RFC 8785).");
       leaf = new Uint8Array(32);
     }
     const hex = bytesToHex(leaf);
-    if (event.prev === prev) prevLinks++;
-    else fail(seq, "prev_link", `prev does not match the leaf hash of event ${seq - 1}.`);
-    const stored = opts.storedLeafHashes?.[i];
-    if (stored !== undefined && stored !== hex) fail(seq, "leaf_hash", "The stored leaf hash differs from the hash of the event's canonical bytes.");
-    frontier = frontierAppend(frontier, i, leaf);
-    roots.push(frontierRoot(frontier));
-    leaves.push(leaf);
-    leafHex.push(hex);
-    prev = hex;
-  });
-  const size = bundle.events.length;
-
-  // 2. Every stored checkpoint: origin, root at its size, server signature; the head must be signed.
-  let pubkey: Uint8Array | null = null;
-  try {
-    pubkey = hexToBytes(key.pubkey_hex);
-  } catch {
-    inconclusive.push("The server key is not valid hex, so no checkpoint signature could be checked.");
+    if (event.prev === this.prev) this.prevLinks++;
+    else this.fail("events", seq, "prev_link", `prev does not match the leaf hash of event ${seq - 1}.`);
+    if (storedLeafHash !== undefined && storedLeafHash !== hex) this.fail("events", seq, "leaf_hash", "The stored leaf hash differs from the hash of the event's canonical bytes.");
+    this.tree.append(leaf);
+    this.events.push(event);
+    this.leafHex.push(hex);
+    this.prev = hex;
+    this.agentSignature(event);
   }
-  const wantKeyId = pubkey ? keyId(key.key_name, pubkey) : null;
-  let headSigned = false;
-  bundle.checkpoints.forEach((note) => {
-    const cp = parseCheckpoint(note);
-    if (!cp) return fail(null, "checkpoint_format", "A stored checkpoint is not a well-formed signed note.");
-    if (cp.origin !== bundle.origin) fail(cp.size, "checkpoint_origin", `Checkpoint origin "${cp.origin}" is not this room's.`);
-    if (cp.size > size) return fail(cp.size, "missing_events", `A checkpoint covers ${cp.size} events but the log has ${size}: events were removed.`);
-    if (!bytesEqual(cp.root, roots[cp.size]!)) fail(cp.size, "checkpoint_root", `The signed root for size ${cp.size} differs from the root of the events.`);
-    if (cp.size === size) headSigned = true;
-    if (pubkey && wantKeyId) checkNoteSignature(cp, key.key_name, pubkey, wantKeyId, verifySig, check, () => fail(cp.size, "checkpoint_signature", `The checkpoint for size ${cp.size} is not signed by the server key.`));
-  });
-  if (bundle.checkpoints.length === 0) inconclusive.push("The log carries no checkpoints, so its history was never signed.");
-  else if (!headSigned && size > 0) fail(size, "head", "No signed checkpoint covers the latest event.");
 
-  // 3. Agent signatures, replays and key pinning (trust on first use). As at intake
-  // (lib/services/signatures.ts): only a v1 envelope signature pins a name; a legacy signature
-  // covers no agent_id, so it never pins, and under a pinned name it must carry the pinned key.
-  // Pinned per agentKey: names that differ only in case or width are one agent (lib/domain/names.ts).
-  const pinned = new Map<string, string>();
-  const nonces = new Set<string>();
-  let agentSignatures = 0;
-  bundle.events.forEach((event) => {
+  /** No more events: replays them (so served messages can be compared as they come) and lets them go. */
+  endEvents(): void {
+    if (this.eventsDone) return;
+    this.eventsDone = true;
+    this.rebuilt = replay(this.events, this.leafHex);
+    this.rebuiltMessages = new Map(this.rebuilt.messages.map((m) => [m.id, m]));
+    // Turns rooms: the server made every turn by the protocol's rules.
+    this.turnViolations = turnRuleViolations(this.events);
+    this.events = [];
+    this.leafHex = [];
+    const waiting = this.waitingMessages;
+    this.waitingMessages = [];
+    for (const m of waiting) this.compareMessage(m);
+  }
+
+  /** One of the bundle's signed checkpoints (a C2SP signed note). */
+  checkpoint(note: string): void {
+    this.checkpointCount++;
+    const cp = parseCheckpoint(note);
+    if (!cp) return this.fail("checkpoints", null, "checkpoint_format", "A stored checkpoint is not a well-formed signed note.");
+    if (cp.origin !== this.head.origin) this.fail("checkpoints", cp.size, "checkpoint_origin", `Checkpoint origin "${cp.origin}" is not this room's.`);
+    // The signature is checked now, beside the hashing; its outcome counts only for a checkpoint
+    // within the log (one past its end is reported as missing events instead).
+    this.checkpoints.push({ cp, signature: this.pubkey && this.wantKeyId ? this.noteSignature(cp) : null });
+  }
+
+  /** All the signatures of `cp` by the trusted key hold (false when it has none). */
+  private noteSignature(cp: ParsedCheckpoint): boolean | Promise<boolean> {
+    const mine = cp.signatures.filter((s) => s.keyName === this.key.key_name && bytesEqual(s.keyId, this.wantKeyId!));
+    if (mine.length === 0) return false;
+    const results = mine.map((s) => {
+      const id = `${cp.body}\n${bytesToBase64(s.signature)}`;
+      let known = this.noteChecks.get(id);
+      if (known === undefined) {
+        known = this.verifySig(this.pubkey!, utf8(cp.body), s.signature);
+        this.noteChecks.set(id, known);
+      }
+      return known;
+    });
+    if (results.every((r) => typeof r === "boolean")) return results.every((r) => r);
+    return Promise.all(results.map((r) => Promise.resolve(r))).then((all) => all.every((r) => r));
+  }
+
+  /** Step 3 for one event: agent signatures, replays and key pinning (trust on first use). */
+  private agentSignature(event: LogEvent): void {
+    // As at intake (lib/services/signatures.ts): only a v1 envelope signature pins a name; a legacy
+    // signature covers no agent_id, so it never pins, and under a pinned name it must carry the
+    // pinned key. Pinned per agentKey: names that differ only in case or width are one agent.
     const seq = event.seq;
     const sig = event.sig as (LogEvent["sig"] & { alg: string }) | undefined;
-    const isAgentEvent = isAgentWritten(event.type) && !SERVICE_ACTORS.has(event.actor);
+    let actorKey = this.agentKeys.get(event.actor);
+    if (actorKey === undefined) {
+      actorKey = agentKey(event.actor);
+      this.agentKeys.set(event.actor, actorKey);
+    }
     if (!sig) {
-      if (isAgentEvent && pinned.has(agentKey(event.actor))) fail(seq, "key_pinning", `"${event.actor}" signed before; an unsigned event under that name is not theirs.`);
+      const isAgentEvent = isAgentWritten(event.type) && !SERVICE_ACTORS.has(event.actor);
+      if (isAgentEvent && this.pinned.has(actorKey)) this.fail("signatures", seq, "key_pinning", `"${event.actor}" signed before; an unsigned event under that name is not theirs.`);
       return;
     }
     let signed: string;
@@ -185,140 +275,183 @@ export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Pro
       nonce = `legacy:${sig.signature_hex.toLowerCase()}`;
       pins = false;
     } else {
-      inconclusive.push(`Event ${seq} is signed with "${String(sig.alg)}", an algorithm this verifier does not know.`);
+      this.notes.signatures.push(`Event ${seq} is signed with "${String(sig.alg)}", an algorithm this verifier does not know.`);
       return;
     }
-    agentSignatures++;
+    this.agentSignatures++;
     const pub = sig.pubkey_hex.toLowerCase();
-    const first = pinned.get(agentKey(event.actor));
+    const first = this.pinned.get(actorKey);
     if (first === undefined) {
-      if (pins) pinned.set(agentKey(event.actor), pub);
-    } else if (first !== pub) fail(seq, "key_pinning", `"${event.actor}" is pinned to another key.`);
-    if (nonces.has(`${pub}:${nonce}`)) fail(seq, "replayed_signature", "This signature's key and nonce were used before in the room.");
-    nonces.add(`${pub}:${nonce}`);
+      if (pins) this.pinned.set(actorKey, pub);
+    } else if (first !== pub) this.fail("signatures", seq, "key_pinning", `"${event.actor}" is pinned to another key.`);
+    if (this.nonces.has(`${pub}:${nonce}`)) this.fail("signatures", seq, "replayed_signature", "This signature's key and nonce were used before in the room.");
+    this.nonces.add(`${pub}:${nonce}`);
     let pubBytes: Uint8Array, sigBytes: Uint8Array;
     try {
       pubBytes = hexToBytes(pub);
       sigBytes = hexToBytes(sig.signature_hex);
     } catch {
-      return fail(seq, "agent_signature", "The signature or key is not valid hex.");
+      return this.fail("signatures", seq, "agent_signature", "The signature or key is not valid hex.");
     }
     const problem = ed25519InputProblem(pubBytes, sigBytes);
-    if (problem) return fail(seq, "agent_signature", `The agent signature of event ${seq} is refused before verification (${problem}): a small-order or non-canonical key or signature proves nothing.`);
-    check(verifySig(pubBytes, utf8(signed), sigBytes), () => fail(seq, "agent_signature", `The agent signature of event ${seq} does not verify: the signed content was changed.`));
-  });
-
-  // 4. Projections: a replay of the events must reproduce what the server stores and serves.
-  let projections: VerifyReport["details"]["projections"] = null;
-  if (bundle.projections) {
-    const rebuilt = replay(bundle.events, leafHex);
-    projections = { messages: rebuilt.messages.length, room: true, threads: rebuilt.ledger.threads.length, tasks: rebuilt.board?.tasks.length ?? 0, turns: rebuilt.turns?.turns.length ?? 0 };
-    compareProjections(rebuilt, bundle.projections, fail);
-  } else inconclusive.push("The bundle carries no projections, so what the server serves was not compared with the log.");
-  // Turns rooms: the server made every turn by the protocol's rules.
-  for (const v of turnRuleViolations(bundle.events)) fail(v.seq, "turns_protocol", v.detail);
-
-  // 5. A checkpoint the caller kept: signed by the key, and the current log consistent with it.
-  let callerCheckpoint: VerifyReport["details"]["caller_checkpoint"] = null;
-  if (opts.checkpoint !== undefined) {
-    const cp = parseCheckpoint(opts.checkpoint.endsWith("\n") ? opts.checkpoint : `${opts.checkpoint}\n`);
-    if (!cp) inconclusive.push("The checkpoint you supplied is not a well-formed signed note.");
-    else if (cp.origin !== bundle.origin) inconclusive.push(`The checkpoint you supplied is for "${cp.origin}", not this room.`);
-    else if (!pubkey || !wantKeyId || !cp.signatures.some((s) => s.keyName === key.key_name && bytesEqual(s.keyId, wantKeyId))) {
-      inconclusive.push("The checkpoint you supplied is not signed by this server's key.");
-    } else {
-      const supplied = cp;
-      let signatureOk = true;
-      checkNoteSignature(supplied, key.key_name, pubkey, wantKeyId, verifySig, check, () => {
-        signatureOk = false;
-      });
-      await Promise.all(pending.splice(0));
-      if (!signatureOk) inconclusive.push("The signature on the checkpoint you supplied does not verify.");
-      else {
-        const consistent = supplied.size <= size && isConsistent(leaves, supplied, roots[size]!);
-        callerCheckpoint = { size: supplied.size, consistent };
-        if (supplied.size > size) fail(supplied.size, "truncated", `Your checkpoint covers ${supplied.size} events; the log now has ${size}: its tail was cut.`);
-        else if (!consistent) fail(supplied.size, "consistency", `The log is not consistent with your checkpoint of size ${supplied.size}: history was rewritten.`);
-      }
-    }
+    if (problem) return this.fail("signatures", seq, "agent_signature", `The agent signature of event ${seq} is refused before verification (${problem}): a small-order or non-canonical key or signature proves nothing.`);
+    this.check(this.verifySig(pubBytes, utf8(signed), sigBytes), () => this.fail("signatures", seq, "agent_signature", `The agent signature of event ${seq} does not verify: the signed content was changed.`));
   }
 
-  await Promise.all(pending);
-  failures.sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
-  const verdict: Verdict = failures.length > 0 ? "REFUTED" : inconclusive.length > 0 ? "INCONCLUSIVE" : "CLEAN";
-  return {
-    verdict,
-    explanation: explain(verdict, failures, inconclusive, size),
-    details: {
-      events: size,
-      leaf_hashes: leaves.length,
-      prev_links: prevLinks,
-      checkpoints: bundle.checkpoints.length,
-      agent_signatures: agentSignatures,
-      projections,
-      caller_checkpoint: callerCheckpoint,
-      head: { size, root: bytesToBase64(roots[size]!) },
-      server_key: key,
-      inconclusive,
-    },
-    failures,
-  };
+  /** The served projections other than messages; call it for a bundle that has projections, even with no messages. */
+  servedProjections(served: ServedProjections): void {
+    this.served = served;
+  }
+
+  /** One served message (after servedProjections, or before: a bundle may list its fields in any order). */
+  servedMessage(message: Message): void {
+    this.servedMessages = true;
+    if (this.rebuiltMessages) this.compareMessage(message);
+    else this.waitingMessages.push(message);
+  }
+
+  private compareMessage(m: Message): void {
+    const logged = this.rebuiltMessages!.get(m.id);
+    if (logged === undefined) this.fail("extraMessages", m.id, "projection", `The message ${m.id} is served but has no event in the log.`);
+    this.messageMatches.set(m.id, logged !== undefined && canonicalEqual(logged, m));
+  }
+
+  /** Runs what waits for the whole bundle (roots, projections, the caller's checkpoint) and every pending signature. */
+  async finish(): Promise<VerifyReport> {
+    this.endEvents();
+    const size = this.tree.size;
+
+    // 2. Every stored checkpoint: origin, root at its size, server signature; the head must be signed.
+    let headSigned = false;
+    for (const { cp, signature } of this.checkpoints) {
+      if (cp.size > size) {
+        this.fail("checkpoints", cp.size, "missing_events", `A checkpoint covers ${cp.size} events but the log has ${size}: events were removed.`);
+        continue;
+      }
+      if (!bytesEqual(cp.root, this.tree.root(cp.size))) this.fail("checkpoints", cp.size, "checkpoint_root", `The signed root for size ${cp.size} differs from the root of the events.`);
+      if (cp.size === size) headSigned = true;
+      if (signature !== null) this.check(signature, () => this.fail("checkpoints", cp.size, "checkpoint_signature", `The checkpoint for size ${cp.size} is not signed by the server key.`));
+    }
+    if (this.checkpointCount === 0) this.notes.checkpoints.push("The log carries no checkpoints, so its history was never signed.");
+    else if (!headSigned && size > 0) this.fail("checkpoints", size, "head", "No signed checkpoint covers the latest event.");
+
+    // 4. Projections: a replay of the events must reproduce what the server stores and serves.
+    let projections: VerifyReport["details"]["projections"] = null;
+    const rebuilt = this.rebuilt!;
+    if (this.served || this.servedMessages) {
+      projections = { messages: rebuilt.messages.length, room: true, threads: rebuilt.ledger.threads.length, tasks: rebuilt.board?.tasks.length ?? 0, turns: rebuilt.turns?.turns.length ?? 0 };
+      this.compareProjections(rebuilt, this.served ?? ({} as ServedProjections));
+    } else this.notes.projections.push("The bundle carries no projections, so what the server serves was not compared with the log.");
+    for (const v of this.turnViolations) this.fail("projections", v.seq, "turns_protocol", v.detail);
+
+    // 5. A checkpoint the caller kept: signed by the key, and the current log consistent with it.
+    let callerCheckpoint: VerifyReport["details"]["caller_checkpoint"] = null;
+    const kept = this.opts.checkpoint;
+    if (kept !== undefined) {
+      const cp = parseCheckpoint(kept.endsWith("\n") ? kept : `${kept}\n`);
+      const { pubkey, wantKeyId } = this;
+      if (!cp) this.notes.caller.push("The checkpoint you supplied is not a well-formed signed note.");
+      else if (cp.origin !== this.head.origin) this.notes.caller.push(`The checkpoint you supplied is for "${cp.origin}", not this room.`);
+      else if (!pubkey || !wantKeyId || !cp.signatures.some((s) => s.keyName === this.key.key_name && bytesEqual(s.keyId, wantKeyId))) {
+        this.notes.caller.push("The checkpoint you supplied is not signed by this server's key.");
+      } else if (!(await this.noteSignature(cp))) this.notes.caller.push("The signature on the checkpoint you supplied does not verify.");
+      else {
+        const consistent = cp.size <= size && this.isConsistent(cp);
+        callerCheckpoint = { size: cp.size, consistent };
+        if (cp.size > size) this.fail("caller", cp.size, "truncated", `Your checkpoint covers ${cp.size} events; the log now has ${size}: its tail was cut.`);
+        else if (!consistent) this.fail("caller", cp.size, "consistency", `The log is not consistent with your checkpoint of size ${cp.size}: history was rewritten.`);
+      }
+    }
+
+    await Promise.all(this.pending);
+    const f = this.failed;
+    const failures = [...f.events, ...f.checkpoints, ...f.signatures, ...f.projections, ...f.caller].slice(0, MAX_FAILURES);
+    failures.sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
+    const n = this.notes;
+    const inconclusive = [...n.key, ...n.checkpoints, ...n.signatures, ...n.projections, ...n.caller];
+    const verdict: Verdict = failures.length > 0 ? "REFUTED" : inconclusive.length > 0 ? "INCONCLUSIVE" : "CLEAN";
+    return {
+      verdict,
+      explanation: explain(verdict, failures, inconclusive, size),
+      details: {
+        events: size,
+        leaf_hashes: size,
+        prev_links: this.prevLinks,
+        checkpoints: this.checkpointCount,
+        agent_signatures: this.agentSignatures,
+        projections,
+        caller_checkpoint: callerCheckpoint,
+        head: { size, root: bytesToBase64(this.tree.root(size)) },
+        server_key: this.key,
+        inconclusive,
+      },
+      failures,
+    };
+  }
+
+  /** RFC 9162 consistency from the caller's (size, root) to the current tree. */
+  private isConsistent(cp: ParsedCheckpoint): boolean {
+    const n = this.tree.size;
+    const currentRoot = this.tree.root(n);
+    if (cp.size === 0) return bytesEqual(cp.root, EMPTY_ROOT);
+    if (cp.size === n) return bytesEqual(cp.root, currentRoot);
+    return verifyConsistency(cp.size, n, this.tree.consistencyProof(cp.size, n), cp.root, currentRoot);
+  }
+
+  private compareProjections(rebuilt: Projections, served: ServedProjections): void {
+    const fail: Fail = (seq, type, detail) => this.fail("projections", seq, type, detail);
+    for (const field of Object.keys(rebuilt.room) as (keyof Projections["room"])[]) {
+      if (served.room?.[field] !== rebuilt.room[field]) {
+        fail(null, "projection", `Room ${field} is ${JSON.stringify(served.room?.[field])} but the log says ${JSON.stringify(rebuilt.room[field])}.`);
+      }
+    }
+    // Messages were compared as they were served; what is left is the log's side, then the extras.
+    for (const m of rebuilt.messages) {
+      const match = this.messageMatches.get(m.id);
+      if (match === undefined) fail(m.id, "projection", `The message ${m.id} is in the log but not served.`);
+      else if (!match) fail(m.id, "projection", `The message ${m.id} as served differs from the log.`);
+    }
+    for (const x of this.failed.extraMessages) fail(x.seq, x.type, x.detail);
+    const bySeq = <T extends { id: number }>(noun: string, logged: T[], shown: T[] | undefined) => compareById(fail, noun, logged, shown ?? [], (x) => x.id, (x) => x.id);
+    bySeq("thread", rebuilt.ledger.threads, served.ledger?.threads);
+    bySeq("revision", rebuilt.ledger.revisions, served.ledger?.revisions);
+    bySeq("discrepancy", rebuilt.ledger.discrepancies, served.ledger?.discrepancies);
+    bySeq("handshake", rebuilt.ledger.handshakes, served.ledger?.handshakes);
+    bySeq("task", rebuilt.board?.tasks ?? [], served.board?.tasks);
+    compareById(fail, "board agent", rebuilt.board?.agents ?? [], served.board?.agents ?? [], (a) => `"${a.agent_id}"`, () => null);
+    bySeq("turn", rebuilt.turns?.turns ?? [], served.turns?.turns);
+    if (!canonicalEqual(rebuilt.turns?.room ?? null, served.turns?.room ?? null)) {
+      fail(null, "projection", "The turns state of the room (status, participants, rounds, proposal) as served differs from the log.");
+    }
+  }
 }
 
-function checkNoteSignature(
-  cp: ParsedCheckpoint,
-  keyName: string,
-  pubkey: Uint8Array,
-  wantKeyId: Uint8Array,
-  verifySig: (pub: Uint8Array, msg: Uint8Array, sig: Uint8Array) => boolean | Promise<boolean>,
-  check: (ok: boolean | Promise<boolean>, onFail: () => void) => void,
-  onFail: () => void,
-): void {
-  const mine = cp.signatures.filter((s) => s.keyName === keyName && bytesEqual(s.keyId, wantKeyId));
-  if (mine.length === 0) return onFail();
-  for (const s of mine) check(verifySig(pubkey, utf8(cp.body), s.signature), onFail);
-}
-
-/** RFC 9162 consistency from the caller's (size, root) to the current tree. */
-function isConsistent(leaves: Uint8Array[], cp: ParsedCheckpoint, currentRoot: Uint8Array): boolean {
-  const n = leaves.length;
-  if (cp.size === 0) return bytesEqual(cp.root, EMPTY_ROOT);
-  if (cp.size === n) return bytesEqual(cp.root, currentRoot);
-  return verifyConsistency(cp.size, n, consistencyProof(leaves, cp.size, n), cp.root, currentRoot);
+/** Verifies a whole parsed bundle (the browser's way; the CLI and the server stream theirs through RoomVerifier). */
+export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Promise<VerifyReport> {
+  const v = new RoomVerifier(bundle, opts);
+  bundle.events.forEach((event, i) => v.event(event, opts.storedLeafHashes?.[i]));
+  v.endEvents();
+  for (const note of bundle.checkpoints) v.checkpoint(note);
+  if (bundle.projections) {
+    const { messages, ...rest } = bundle.projections;
+    v.servedProjections(rest);
+    for (const m of messages ?? []) v.servedMessage(m);
+  }
+  return v.finish();
 }
 
 type Fail = (seq: number | null, type: string, detail: string) => void;
 
 /** Compares what the log rebuilds with what is served, item by item (`seq` names an item's event when it has one). */
 function compareById<T>(fail: Fail, noun: string, logged: T[], served: T[], id: (x: T) => string | number, seq: (x: T) => number | null) {
-  const shown = new Map(served.map((x) => [id(x), canonicalize(x)]));
+  const shown = new Map(served.map((x) => [id(x), x]));
   for (const x of logged) {
-    const text = shown.get(id(x));
-    if (text === undefined) fail(seq(x), "projection", `The ${noun} ${id(x)} is in the log but not served.`);
-    else if (text !== canonicalize(x)) fail(seq(x), "projection", `The ${noun} ${id(x)} as served differs from the log.`);
+    const item = shown.get(id(x));
+    if (item === undefined) fail(seq(x), "projection", `The ${noun} ${id(x)} is in the log but not served.`);
+    else if (!canonicalEqual(item, x)) fail(seq(x), "projection", `The ${noun} ${id(x)} as served differs from the log.`);
   }
   const inLog = new Set(logged.map(id));
   for (const x of served) if (!inLog.has(id(x))) fail(seq(x), "projection", `The ${noun} ${id(x)} is served but has no event in the log.`);
-}
-
-function compareProjections(rebuilt: Projections, served: Projections, fail: Fail): void {
-  for (const field of Object.keys(rebuilt.room) as (keyof Projections["room"])[]) {
-    if (served.room?.[field] !== rebuilt.room[field]) {
-      fail(null, "projection", `Room ${field} is ${JSON.stringify(served.room?.[field])} but the log says ${JSON.stringify(rebuilt.room[field])}.`);
-    }
-  }
-  const bySeq = <T extends { id: number }>(noun: string, logged: T[], shown: T[] | undefined) => compareById(fail, noun, logged, shown ?? [], (x) => x.id, (x) => x.id);
-  bySeq("message", rebuilt.messages, served.messages);
-  bySeq("thread", rebuilt.ledger.threads, served.ledger?.threads);
-  bySeq("revision", rebuilt.ledger.revisions, served.ledger?.revisions);
-  bySeq("discrepancy", rebuilt.ledger.discrepancies, served.ledger?.discrepancies);
-  bySeq("handshake", rebuilt.ledger.handshakes, served.ledger?.handshakes);
-  bySeq("task", rebuilt.board?.tasks ?? [], served.board?.tasks);
-  compareById(fail, "board agent", rebuilt.board?.agents ?? [], served.board?.agents ?? [], (a) => `"${a.agent_id}"`, () => null);
-  bySeq("turn", rebuilt.turns?.turns ?? [], served.turns?.turns);
-  if (canonicalize(rebuilt.turns?.room ?? null) !== canonicalize(served.turns?.room ?? null)) {
-    fail(null, "projection", "The turns state of the room (status, participants, rounds, proposal) as served differs from the log.");
-  }
 }
 
 function explain(verdict: Verdict, failures: Failure[], inconclusive: string[], size: number): string {
