@@ -22,7 +22,7 @@ import type { ClaimTurnInput, MyTurnInput, ReplyTurnInput, SkipTurnInput } from 
 import { turnsProtocolCard } from "../instructions/turns";
 import type { RoomRow, StoreReader } from "../store/types";
 import { isoNow, type Caller, type Services } from "./context";
-import { appendEvent, txAfter, write, type Appended, type NewEvent, type Receipt, type Tx } from "./events";
+import { appendEvent, queuedWrite, txAfter, write, type Appended, type NewEvent, type Receipt, type Tx } from "./events";
 import { appendMessage, takePostBudget } from "./messages";
 import {
   hashToken, parseRoomId, parseSeqId, requireOpenRoom, requireOwner, requireParticipant, requireRoom, requireTurnsRoom, tokenMatches,
@@ -216,7 +216,8 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 /** Only the assigned agent, not before available_at, atomically; a live re-claim gets the same token back. */
 export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, input: ClaimTurnInput) {
   const id = parseRoomId(rawRoomId);
-  return write(svc, [id], async (tx) => {
+  // Claims and replies join the posts' group commit: one transaction for what arrives in a turn.
+  return queuedWrite(svc, id, async (tx) => {
     const room = await requireOpenRoom(svc, id, tx);
     const turn = await requireTurn(tx, room, rawTurnId);
     const proj = await loadProjection(tx, room, turn);
@@ -271,7 +272,7 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
 export async function replyTurn(svc: Services, caller: Caller, rawRoomId: string, rawTurnId: string, input: ReplyTurnInput) {
   const id = parseRoomId(rawRoomId);
   await takePostBudget(svc, caller, id, input.agent_id);
-  return write(svc, [id], async (tx) => {
+  return queuedWrite(svc, id, async (tx) => {
     const room = await requireOpenRoom(svc, id, tx);
     const turn = await requireTurn(tx, room, rawTurnId);
     const proj = await loadProjection(tx, room, turn);
