@@ -78,7 +78,9 @@ export async function startServerChild(opts: { prefix: string; apiOnly?: boolean
     entry = path.join(dataDir, "api-only.mjs");
     fs.writeFileSync(entry, `const { startServer } = await import(${JSON.stringify(bundle)});\nawait startServer({ pages: false, quiet: true });\n`);
   }
-  const child = spawn(process.execPath, [entry], {
+  // BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": profile the server children.
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, entry], {
     cwd: ROOT,
     env: { ...process.env, ...BENCH_LIMITS, ...opts.env, PORT: String(port), HOST: "127.0.0.1", PARLEY_DATA_DIR: dataDir, NODE_ENV: "production" },
     stdio: ["ignore", "inherit", "inherit"],

@@ -20,6 +20,7 @@
  *   BENCH_WARMUP_SECONDS=1    unmeasured load before each measured one
  *   BENCH_WRK_THREADS=1       wrk's threads (one, so that it takes no more of the cores than autocannon)
  *   BENCH_SVG=docs/bench-growth.svg   where the plot goes (written when growth ran on a backend)
+ *   BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"   node options of the server children (profiling)
  */
 import { execFileSync, spawn } from "node:child_process";
 import crypto from "node:crypto";
