@@ -48,11 +48,26 @@ export async function jsonBody<T extends z.ZodType>(c: Context, schema: T): Prom
   return parsed.data;
 }
 
+/**
+ * The query string validated by `schema`. Pollers send the same query again and again (an idle
+ * poll at the head: `since=<head>`), so each schema keeps its last 1,000 valid parses by query
+ * string; a kept parse is frozen, since every request with that string shares it.
+ */
 export function queryOf<T extends z.ZodType>(c: Context, schema: T): z.output<T> {
+  const url = c.req.url;
+  const q = url.indexOf("?");
+  const key = q < 0 ? "" : url.slice(q + 1);
+  let parses = PARSES.get(schema);
+  if (!parses) PARSES.set(schema, (parses = new Map()));
+  const kept = parses.get(key);
+  if (kept !== undefined) return kept as z.output<T>;
   const parsed = schema.safeParse(c.req.query());
   if (!parsed.success) throw validationError(parsed.error, "query");
+  if (parses.size >= 1_000) parses.clear();
+  parses.set(key, typeof parsed.data === "object" && parsed.data !== null ? Object.freeze(parsed.data) : parsed.data);
   return parsed.data;
 }
+const PARSES = new WeakMap<z.ZodType, Map<string, unknown>>();
 
 export function bearer(c: Context): string | undefined {
   const header = c.req.header("authorization");
