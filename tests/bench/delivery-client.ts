@@ -8,6 +8,7 @@
  * the clock the poster uses) — and exits.
  */
 import http from "node:http";
+import net from "node:net";
 
 interface Start {
   base: string;
@@ -20,6 +21,7 @@ interface Start {
 type Arrival = [reader: number, round: number, at: number];
 const now = () => performance.timeOrigin + performance.now();
 const roundOf = (text: string) => Number(/delivery (\d+)/.exec(text)?.[1] ?? NaN);
+const DELIVERY = /delivery (\d+)/g;
 
 function send(message: unknown): Promise<void> {
   return new Promise((resolve, reject) => process.send!(message, (err: Error | null) => (err ? reject(err) : resolve())));
@@ -27,63 +29,79 @@ function send(message: unknown): Promise<void> {
 
 async function run(opts: Start): Promise<void> {
   const url = new URL(opts.base);
-  const sseAgent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
   const pollAgent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
   const sseArrivals: Arrival[] = [];
   const pollArrivals: Arrival[] = [];
   const requests: http.ClientRequest[] = [];
+  const sockets: net.Socket[] = [];
 
+  // The SSE readers are plain TCP connections that send the request and look for each round's
+  // message in the bytes as they arrive: 1,000 readers share this one event loop, and Node's HTTP
+  // client costs about as much per chunk as the server's write does, so parsing through it would
+  // queue the readers behind one another and measure this process rather than the delivery. The
+  // time is taken when the frame's bytes reach this process; the answer's status is checked.
   await Promise.all(
     Array.from(
       { length: opts.sse },
       (_, reader) =>
         new Promise<void>((resolve, reject) => {
-          const req = http.get({ host: url.hostname, port: url.port, path: `/api/rooms/${opts.room}/events?since=${opts.since}`, agent: sseAgent }, (res) => {
-            if (res.statusCode !== 200) return reject(new Error(`SSE stream answered ${res.statusCode}`));
-            let buffer = "";
-            res.setEncoding("utf8");
-            res.on("data", (chunk: string) => {
-              const at = now();
-              buffer += chunk;
-              let idx: number;
-              while ((idx = buffer.indexOf("\n\n")) >= 0) {
-                const round = roundOf(buffer.slice(0, idx));
-                buffer = buffer.slice(idx + 2);
-                if (!Number.isNaN(round)) sseArrivals.push([reader, round, at]);
-              }
-            });
-            res.on("error", () => {});
-            resolve();
+          const socket = net.connect({ host: url.hostname, port: Number(url.port), noDelay: true });
+          let head = true;
+          let buffer = "";
+          let last = -1;
+          socket.setEncoding("latin1");
+          socket.on("connect", () => socket.write(`GET /api/rooms/${opts.room}/events?since=${opts.since} HTTP/1.1\r\nHost: ${url.host}\r\nAccept: text/event-stream\r\n\r\n`));
+          socket.on("data", (chunk: string) => {
+            const at = now();
+            buffer += chunk;
+            if (head) {
+              const end = buffer.indexOf("\r\n\r\n");
+              if (end < 0) return;
+              if (!/^HTTP\/1\.1 200 /.test(buffer)) return reject(new Error(`SSE stream answered ${buffer.slice(0, buffer.indexOf("\r\n"))}`));
+              head = false;
+              buffer = buffer.slice(end + 4);
+              resolve();
+            }
+            // Whole frames only (a frame ends with a blank line; the chunked framing has none).
+            const end = buffer.lastIndexOf("\n\n");
+            if (end < 0) return;
+            for (const m of buffer.slice(0, end).matchAll(DELIVERY)) {
+              const round = Number(m[1]);
+              if (round > last) sseArrivals.push([reader, (last = round), at]);
+            }
+            buffer = buffer.slice(end + 2);
           });
-          req.on("error", reject);
-          requests.push(req);
+          socket.on("error", reject);
+          sockets.push(socket);
         }),
     ),
   );
 
   let polling = true;
+  type Page = { messages: { id: number; text: string }[]; next_since: number };
+  // An answer's time is taken when its last byte is read, before it is parsed.
   const poll = (since: number) =>
-    new Promise<{ messages: { id: number; text: string }[]; next_since: number } | null>((resolve) => {
+    new Promise<{ page: Page | null; at: number }>((resolve) => {
       const req = http.get({ host: url.hostname, port: url.port, path: `/api/rooms/${opts.room}/messages?since=${since}&wait=30`, agent: pollAgent }, (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("end", () => {
+          const at = now();
           try {
-            resolve(res.statusCode === 200 ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : null);
+            resolve({ page: res.statusCode === 200 ? (JSON.parse(Buffer.concat(chunks).toString("utf8")) as Page) : null, at });
           } catch {
-            resolve(null);
+            resolve({ page: null, at });
           }
         });
-        res.on("error", () => resolve(null));
+        res.on("error", () => resolve({ page: null, at: now() }));
       });
-      req.on("error", () => resolve(null));
+      req.on("error", () => resolve({ page: null, at: now() }));
       requests.push(req);
     });
   const pollers = Array.from({ length: opts.pollers }, async (_, reader) => {
     let since = opts.since;
     while (polling) {
-      const page = await poll(since);
-      const at = now();
+      const { page, at } = await poll(since);
       if (!page) {
         if (polling) await new Promise((r) => setTimeout(r, 50));
         continue;
@@ -93,6 +111,9 @@ async function run(opts: Start): Promise<void> {
         if (!Number.isNaN(round)) pollArrivals.push([reader, round, at]);
       }
       since = page.next_since;
+      // The next poll goes out after the answers already here are read: sending it first would
+      // hold the other readers' answers (and their times) behind this one's new request.
+      await new Promise((r) => setImmediate(r));
     }
   });
   // Every long-poll is waiting on the server before the first post.
@@ -106,7 +127,7 @@ async function run(opts: Start): Promise<void> {
   while (Date.now() < until && !(hasLast(sseArrivals, opts.sse) && hasLast(pollArrivals, opts.pollers))) await new Promise((r) => setTimeout(r, 100));
   polling = false;
   for (const req of requests) req.destroy();
-  sseAgent.destroy();
+  for (const socket of sockets) socket.destroy();
   pollAgent.destroy();
   await Promise.all(pollers);
   await send({ sse: sseArrivals, polls: pollArrivals });
