@@ -5,7 +5,7 @@ import { publicTask } from "../domain/tasks";
 import { publicTurn } from "../domain/turns";
 import { bytesToBase64, bytesToHex, hexToBytes } from "../log/bytes";
 import { consistencyProof, inclusionProof, memoisedSubtree, type SubtreeHash } from "../log/merkle";
-import { BUNDLE_FORMAT, verifyBundle, type RoomBundle, type VerifyReport } from "../log/verify";
+import { BUNDLE_FORMAT, RoomVerifier, type RoomBundle, type VerifyReport } from "../log/verify";
 import type { Message } from "../domain/message";
 import type { RoomRow, StoreReader } from "../store/types";
 import { ALL, type Services } from "./context";
@@ -44,7 +44,7 @@ export async function readProjections(reader: StoreReader, room: RoomRow, messag
 }
 
 /** Reads a room's whole log and projections in one snapshot: no write can land between the reads. */
-function readBundle(svc: Services, rawRoomId: string): Promise<{ bundle: RoomBundle; leafHashes: string[] }> {
+function readBundle(svc: Services, rawRoomId: string): Promise<{ bundle: RoomBundle }> {
   return svc.store.snapshot(async (reader) => {
     const room = await requireRoom(svc, rawRoomId, reader);
     const rows = await reader.listEvents(room.uuid, 0, ALL);
@@ -60,7 +60,6 @@ function readBundle(svc: Services, rawRoomId: string): Promise<{ bundle: RoomBun
         checkpoints: rows.map((r) => r.checkpoint).filter((c) => c !== ""),
         projections: await readProjections(reader, room, messages),
       },
-      leafHashes: rows.map((r) => r.leafHash),
     };
   });
 }
@@ -69,10 +68,42 @@ export async function exportRoom(svc: Services, rawRoomId: string): Promise<Room
   return (await readBundle(svc, rawRoomId)).bundle;
 }
 
-/** POST /verify: the shared verifier over the stored log, with the server's own key. */
+/** Rows per read while verifying: few queries, and a page of rows at a time in memory. */
+const VERIFY_PAGE = 1000;
+
+/**
+ * POST /verify: the shared verifier over the stored log, with the server's own key, fed a page of
+ * rows at a time inside one snapshot (no write lands between the reads): each event with the leaf
+ * hash the server stores for it, each batch's checkpoint as its row passes (its Ed25519 check runs
+ * on the thread pool while the next page is hashed), then the projections, messages a page at a
+ * time. The rows are never all in memory, nor the bundle they would make.
+ */
 export async function verifyRoom(svc: Services, rawRoomId: string, opts: { checkpoint?: string } = {}): Promise<VerifyReport> {
-  const { bundle, leafHashes } = await readBundle(svc, rawRoomId);
-  return verifyBundle(bundle, { verify: ed25519VerifyAsync, trustedKey: serverKeyRef(svc), storedLeafHashes: leafHashes, checkpoint: opts.checkpoint });
+  return svc.store.snapshot(async (reader) => {
+    const room = await requireRoom(svc, rawRoomId, reader);
+    const key = serverKeyRef(svc);
+    const v = new RoomVerifier({ origin: `${svc.originHost}/room/${room.uuid}`, room: room.uuid, server_key: key }, { verify: ed25519VerifyAsync, trustedKey: key, checkpoint: opts.checkpoint });
+    for (let after = 0; ; ) {
+      const rows = await reader.listEvents(room.uuid, after, VERIFY_PAGE);
+      for (const r of rows) {
+        v.event(eventFromRow(r), r.leafHash);
+        // One checkpoint per committed batch: the events inside a batch carry none.
+        if (r.checkpoint !== "") v.checkpoint(r.checkpoint);
+      }
+      if (rows.length < VERIFY_PAGE) break;
+      after = rows.at(-1)!.seq;
+    }
+    v.endEvents();
+    const { messages: _none, ...served } = await readProjections(reader, room, []);
+    v.servedProjections(served);
+    for (let after = 0; ; ) {
+      const rows = await reader.listMessages(room.uuid, after, VERIFY_PAGE);
+      for (const r of rows) v.servedMessage(messageFromRow(r));
+      if (rows.length < VERIFY_PAGE) break;
+      after = rows.at(-1)!.seq;
+    }
+    return v.finish();
+  });
 }
 
 export async function latestCheckpoint(svc: Services, rawRoomId: string): Promise<string> {
