@@ -1,15 +1,16 @@
 // RFC 6962 / RFC 9162 Merkle tree over a room's leaf hashes.
 // All `leaves` arguments below are *leaf hashes* (32 bytes each, from leafHash), not raw data.
-import { bytesEqual, hexToBytes, sha256, bytesToHex } from './bytes';
+import { bytesEqual, hexToBytes, sha256, sha256Into, bytesToHex } from './bytes';
 
 export const HASH_LEN = 32;
 
 const encoder = new TextEncoder();
 /** 0x00 ‖ data, written in place: no concatenation per leaf. Grows to the largest event seen. */
 let leafScratch = new Uint8Array(4096);
-/** 0x01 ‖ left ‖ right. sha256 is synchronous and returns a new array, so one buffer serves every call. */
+/** 0x01 ‖ left ‖ right. Hashing is synchronous, so one buffer serves every call. */
 const nodeScratch = new Uint8Array(1 + 2 * HASH_LEN);
 nodeScratch[0] = 0x01;
+const siblings = nodeScratch.subarray(1);
 
 /** SHA-256(0x00 ‖ data): the domain prefix stops a leaf from posing as an inner node. */
 export function leafHash(data: Uint8Array): Uint8Array {
@@ -28,12 +29,17 @@ export function leafHashOfText(text: string): Uint8Array {
   return sha256(leafScratch.subarray(0, written + 1));
 }
 
-/** SHA-256(0x01 ‖ left ‖ right). */
+/**
+ * SHA-256(0x01 ‖ left ‖ right). Always the plain-JS SHA-256 (sha256Into): on 65 bytes it is faster
+ * than the call into node:crypto, and it writes no intermediate buffer.
+ */
 export function nodeHash(left: Uint8Array, right: Uint8Array): Uint8Array {
   if (left.length !== HASH_LEN || right.length !== HASH_LEN) return nodeHashAnyLength(left, right);
   nodeScratch.set(left, 1);
   nodeScratch.set(right, 1 + HASH_LEN);
-  return sha256(nodeScratch);
+  const out = new Uint8Array(HASH_LEN);
+  sha256Into(nodeScratch, out);
+  return out;
 }
 
 function nodeHashAnyLength(left: Uint8Array, right: Uint8Array): Uint8Array {
@@ -291,17 +297,23 @@ export class MerkleTree {
   /** Appends a 32-byte leaf hash (copied). */
   append(leaf: Uint8Array): void {
     if (leaf.length !== HASH_LEN) throw new Error('merkle: leaf hash must be 32 bytes');
-    let node = leaf;
-    for (let h = 0; ; h++) {
-      const at = this.counts[h]!;
-      this.put(h, at, node);
-      // A node of level h with an odd index completes its parent: binary increment's carry.
-      if (at % 2 === 0) break;
-      node = nodeHash(this.node(h, at - 1), this.node(h, at));
+    let i = this.counts[0]!;
+    this.reserve(0, i);
+    this.levels[0]!.set(leaf, i * HASH_LEN);
+    this.counts[0] = i + 1;
+    // A node with an odd index completes its parent (binary increment's carry). Siblings lie side
+    // by side in their level, so the parent is hashed from one 64-byte copy straight into its own.
+    for (let h = 0; i % 2 === 1; h++) {
+      const parent = (i - 1) / 2;
+      siblings.set(this.levels[h]!.subarray((i - 1) * HASH_LEN, (i + 1) * HASH_LEN));
       if (h + 1 === this.levels.length) {
         this.levels.push(new Uint8Array(Math.max(64, this.levels[h]!.length / (2 * HASH_LEN)) * HASH_LEN));
         this.counts.push(0);
       }
+      this.reserve(h + 1, parent);
+      sha256Into(nodeScratch, this.levels[h + 1]!, parent * HASH_LEN);
+      this.counts[h + 1] = parent + 1;
+      i = parent;
     }
     this.sizeNow++;
   }
@@ -351,14 +363,13 @@ export class MerkleTree {
     return this.levels[h]!.subarray(i * HASH_LEN, (i + 1) * HASH_LEN);
   }
 
-  private put(h: number, i: number, hash: Uint8Array): void {
-    let level = this.levels[h]!;
+  /** Room in level h for node i. */
+  private reserve(h: number, i: number): void {
+    const level = this.levels[h]!;
     if ((i + 1) * HASH_LEN > level.length) {
       const grown = new Uint8Array(2 * level.length);
       grown.set(level);
-      this.levels[h] = level = grown;
+      this.levels[h] = grown;
     }
-    level.set(hash, i * HASH_LEN);
-    this.counts[h] = i + 1;
   }
 }

@@ -5,7 +5,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
-import { bytesToBase64, base64ToBytes, bytesToHex, hexToBytes } from "../../lib/log/bytes";
+import { bytesToBase64, base64ToBytes, bytesToHex, hexToBytes, sha256Into, sha256Js } from "../../lib/log/bytes";
 import { canonicalize, canonicalEqual } from "../../lib/log/jcs";
 import { consistencyProof, MerkleTree, rootOf, subtreeRoot, verifyConsistency, leafHash, EMPTY_ROOT } from "../../lib/log/merkle";
 import { eventLeafHash, signAgentWrite, type LogEvent } from "../../lib/log/event";
@@ -85,6 +85,23 @@ describe("canonical JSON, fast paths", () => {
 });
 
 // ---- bytes ------------------------------------------------------------------------------------
+
+describe("SHA-256 in plain JS", () => {
+  test("FIPS 180-4 examples, and node:crypto's digest for every length up to 300 bytes and some long ones", () => {
+    const hex = (s: string) => bytesToHex(sha256Js(new TextEncoder().encode(s)));
+    assert.equal(hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    assert.equal(hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    assert.equal(hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    for (const n of [...Array.from({ length: 301 }, (_, i) => i), 1000, 4095, 4096, 100_001]) {
+      const data = crypto.randomBytes(n);
+      assert.equal(bytesToHex(sha256Js(data)), crypto.createHash("sha256").update(data).digest("hex"), `${n} bytes`);
+    }
+    const out = new Uint8Array(40).fill(9);
+    sha256Into(new Uint8Array([1, 2, 3]), out, 5);
+    assert.deepEqual(out.subarray(5, 37), new Uint8Array(crypto.createHash("sha256").update(new Uint8Array([1, 2, 3])).digest()));
+    assert.deepEqual([...out.subarray(0, 5), ...out.subarray(37)], [9, 9, 9, 9, 9, 9, 9, 9], "nothing written around it");
+  });
+});
 
 describe("strict hex and base64", () => {
   test("base64 round-trips and refuses every non-canonical or malformed form", () => {
