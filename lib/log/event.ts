@@ -1,7 +1,7 @@
 // The event record of SPEC §4.1 and the byte strings agents sign (§4.4).
 import { canonicalize } from './jcs';
 import { bytesToHex, utf8 } from './bytes';
-import { leafHashOfText } from './merkle';
+import { leafHashOfCanonical } from './merkle';
 
 export type EventSig =
   | {
@@ -39,9 +39,9 @@ export function eventCanonical(e: LogEvent): string {
   return canonicalize(e);
 }
 
-/** SHA-256(0x00 ‖ UTF-8 of the JCS of the event), the JSON encoded straight into the hash input. */
+/** SHA-256(0x00 ‖ the JCS bytes of the event), written straight into the hash input. */
 export function eventLeafHash(e: LogEvent): Uint8Array {
-  return leafHashOfText(canonicalize(e));
+  return leafHashOfCanonical(e);
 }
 
 /** The string an agent signs for an ed25519-jcs-v1 signature (SPEC §4.4). */

@@ -6,7 +6,6 @@
 // The verifier canonicalises every event of a room (and the server every event it appends), so
 // this is written for speed: one string built by concatenation, keys sorted by insertion (objects
 // here have a handful of keys), well-formedness checked natively where the engine can.
-import { utf8 } from './bytes';
 
 // With the `u` flag a surrogate class matches only *unpaired* surrogates.
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
@@ -32,9 +31,9 @@ function str(s: string): string {
 
 function num(n: number): string {
   if (!Number.isFinite(n)) throw new Error(`jcs: ${n} is not a finite number`);
-  // RFC 8785 §3.2.2.3 is ECMAScript Number.prototype.toString, which JSON.stringify uses
-  // (and it maps -0 to "0" as required).
-  return JSON.stringify(n);
+  // RFC 8785 §3.2.2.3 is ECMAScript Number::toString, which String() applies to a finite number
+  // as JSON.stringify does (and it maps -0 to "0" as required).
+  return String(n);
 }
 
 export function isPlainObject(v: object): v is Record<string, unknown> {
@@ -110,7 +109,122 @@ export function canonicalize(value: unknown): string {
 }
 
 export function canonicalBytes(value: unknown): Uint8Array {
-  return utf8(canonicalize(value));
+  const w = new ByteWriter();
+  w.value(value);
+  return w.buf.slice(0, w.pos);
+}
+
+// ---- straight to UTF-8 ------------------------------------------------------------------------
+// The verifier hashes every event's canonical bytes: writing them into one reused buffer skips
+// the string (and its pieces) that canonicalize builds and the encoding after it. The same rules as
+// ser() above, byte for byte (tests compare the two on random values); ASCII text without anything
+// to escape, nearly all of an event, is copied a char code at a time.
+
+const encoder = new TextEncoder();
+
+export class ByteWriter {
+  buf: Uint8Array;
+  pos: number;
+  private readonly stack = new Set<object>();
+
+  constructor(capacity = 1024, start = 0) {
+    this.buf = new Uint8Array(Math.max(capacity, start + 16));
+    this.pos = start;
+  }
+
+  /** Starts over (keeping the buffer) with `start` bytes left in front, e.g. a hash prefix. */
+  reset(start = 0): void {
+    this.pos = start;
+    this.stack.clear();
+  }
+
+  private room(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    const grown = new Uint8Array(Math.max(2 * this.buf.length, this.pos + n));
+    grown.set(this.buf.subarray(0, this.pos));
+    this.buf = grown;
+  }
+
+  private byte(c: number): void {
+    this.room(1);
+    this.buf[this.pos++] = c;
+  }
+
+  /** Text already in its JSON form (a number, a literal, an escaped string). */
+  private raw(text: string): void {
+    this.room(3 * text.length);
+    const buf = this.buf;
+    let p = this.pos;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c >= 0x80) {
+        this.pos += encoder.encodeInto(text, buf.subarray(this.pos)).written;
+        return;
+      }
+      buf[p++] = c;
+    }
+    this.pos = p;
+  }
+
+  private string(s: string): void {
+    this.room(s.length + 2);
+    const buf = this.buf;
+    let p = this.pos;
+    buf[p++] = 0x22;
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      // Non-ASCII, a quote, a backslash or a control: the general path (well-formedness, escapes, UTF-8).
+      if (c >= 0x80 || c < 0x20 || c === 0x22 || c === 0x5c) return this.raw(str(s));
+      buf[p++] = c;
+    }
+    buf[p++] = 0x22;
+    this.pos = p;
+  }
+
+  value(v: unknown): void {
+    if (v === null) return this.raw('null');
+    switch (typeof v) {
+      case 'string':
+        return this.string(v);
+      case 'number':
+        return this.raw(num(v));
+      case 'boolean':
+        return this.raw(v ? 'true' : 'false');
+      case 'object':
+        break;
+      default:
+        throw new Error(`jcs: cannot serialise a ${typeof v}`);
+    }
+    const o = v as object;
+    if (this.stack.has(o)) throw new Error('jcs: cyclic structure');
+    this.stack.add(o);
+    if (Array.isArray(o)) {
+      this.byte(0x5b);
+      for (let i = 0; i < o.length; i++) {
+        const item: unknown = o[i];
+        if (item === undefined) throw new Error('jcs: undefined array element');
+        if (i > 0) this.byte(0x2c);
+        this.value(item);
+      }
+      this.byte(0x5d);
+    } else if (isPlainObject(o)) {
+      this.byte(0x7b);
+      let first = true;
+      for (const k of sortedKeys(o)) {
+        const item = o[k];
+        if (item === undefined) continue;
+        if (!first) this.byte(0x2c);
+        first = false;
+        this.string(k);
+        this.byte(0x3a);
+        this.value(item);
+      }
+      this.byte(0x7d);
+    } else {
+      throw new Error('jcs: only plain objects and arrays can be serialised');
+    }
+    this.stack.delete(o);
+  }
 }
 
 /**
@@ -154,14 +268,17 @@ function eqObject(a: object, b: object, depth: number): boolean {
     return true;
   }
   if (!isPlainObject(a) || !isPlainObject(b)) return canonicalize(a) === canonicalize(b);
+  // for-in walks own and inherited enumerable keys: plain objects inherit none, so hasOwn keeps
+  // it to Object.keys without the array.
   let count = 0;
-  for (const k of Object.keys(a)) {
+  for (const k in a) {
+    if (!Object.hasOwn(a, k)) continue;
     const va = a[k];
     if (va === undefined) continue; // absent in the canonical form
     count++;
     const vb = Object.hasOwn(b, k) ? b[k] : undefined;
     if (vb === undefined || !eq(va, vb, depth + 1)) return false;
   }
-  for (const k of Object.keys(b)) if (b[k] !== undefined) count--;
+  for (const k in b) if (Object.hasOwn(b, k) && b[k] !== undefined) count--;
   return count === 0;
 }

@@ -1,6 +1,7 @@
 // RFC 6962 / RFC 9162 Merkle tree over a room's leaf hashes.
 // All `leaves` arguments below are *leaf hashes* (32 bytes each, from leafHash), not raw data.
 import { bytesEqual, hexToBytes, sha256, sha256Into, bytesToHex } from './bytes';
+import { ByteWriter } from './jcs';
 
 export const HASH_LEN = 32;
 
@@ -27,6 +28,17 @@ export function leafHashOfText(text: string): Uint8Array {
   leafScratch[0] = 0x00;
   const { written } = encoder.encodeInto(text, leafScratch.subarray(1));
   return sha256(leafScratch.subarray(0, written + 1));
+}
+
+/** 0x00 ‖ JCS bytes, written in place (one buffer, grown to the largest value seen). */
+const canonicalLeaf = new ByteWriter(4096, 1);
+
+/** leafHash(JCS bytes of value): an event's leaf hash, its canonical JSON written straight behind the prefix. */
+export function leafHashOfCanonical(value: unknown): Uint8Array {
+  canonicalLeaf.reset(1);
+  canonicalLeaf.value(value);
+  canonicalLeaf.buf[0] = 0x00;
+  return sha256(canonicalLeaf.buf.subarray(0, canonicalLeaf.pos));
 }
 
 /**

@@ -116,8 +116,8 @@ export class RoomVerifier {
   // 2. checkpoints: parsed as they come, compared with the tree once every event is in.
   private checkpointCount = 0;
   private readonly checkpoints: CheckpointEntry[] = [];
-  /** One Ed25519 check per distinct signed note body and signature, however often a note is listed. */
-  private readonly noteChecks = new Map<string, boolean | Promise<boolean>>();
+  /** Each distinct note parsed and its signature checked once, however often it is listed (null: malformed). */
+  private readonly knownNotes = new Map<string, CheckpointEntry | null>();
 
   // 3. agent signatures
   private readonly pinned = new Map<string, string>();
@@ -220,27 +220,26 @@ export class RoomVerifier {
   /** One of the bundle's signed checkpoints (a C2SP signed note). */
   checkpoint(note: string): void {
     this.checkpointCount++;
-    const cp = parseCheckpoint(note);
-    if (!cp) return this.fail("checkpoints", null, "checkpoint_format", "A stored checkpoint is not a well-formed signed note.");
+    let entry = this.knownNotes.get(note);
+    if (entry === undefined) {
+      const cp = parseCheckpoint(note);
+      // The signature is checked now, beside the hashing; its outcome counts only for a checkpoint
+      // within the log (one past its end is reported as missing events instead).
+      entry = cp ? { cp, signature: this.pubkey && this.wantKeyId ? this.noteSignature(cp) : null } : null;
+      this.knownNotes.set(note, entry);
+    }
+    if (!entry) return this.fail("checkpoints", null, "checkpoint_format", "A stored checkpoint is not a well-formed signed note.");
+    const { cp } = entry;
     if (cp.origin !== this.head.origin) this.fail("checkpoints", cp.size, "checkpoint_origin", `Checkpoint origin "${cp.origin}" is not this room's.`);
-    // The signature is checked now, beside the hashing; its outcome counts only for a checkpoint
-    // within the log (one past its end is reported as missing events instead).
-    this.checkpoints.push({ cp, signature: this.pubkey && this.wantKeyId ? this.noteSignature(cp) : null });
+    this.checkpoints.push(entry);
   }
 
   /** All the signatures of `cp` by the trusted key hold (false when it has none). */
   private noteSignature(cp: ParsedCheckpoint): boolean | Promise<boolean> {
     const mine = cp.signatures.filter((s) => s.keyName === this.key.key_name && bytesEqual(s.keyId, this.wantKeyId!));
     if (mine.length === 0) return false;
-    const results = mine.map((s) => {
-      const id = `${cp.body}\n${bytesToBase64(s.signature)}`;
-      let known = this.noteChecks.get(id);
-      if (known === undefined) {
-        known = this.verifySig(this.pubkey!, utf8(cp.body), s.signature);
-        this.noteChecks.set(id, known);
-      }
-      return known;
-    });
+    const body = utf8(cp.body);
+    const results = mine.map((s) => this.verifySig(this.pubkey!, body, s.signature));
     if (results.every((r) => typeof r === "boolean")) return results.every((r) => r);
     return Promise.all(results.map((r) => Promise.resolve(r))).then((all) => all.every((r) => r));
   }
@@ -345,17 +344,20 @@ export class RoomVerifier {
     for (const v of this.turnViolations) this.fail("projections", v.seq, "turns_protocol", v.detail);
 
     // 5. A checkpoint the caller kept: signed by the key, and the current log consistent with it.
+    // It is usually one the bundle lists, whose signature was checked with those.
     let callerCheckpoint: VerifyReport["details"]["caller_checkpoint"] = null;
     const kept = this.opts.checkpoint;
     if (kept !== undefined) {
-      const cp = parseCheckpoint(kept.endsWith("\n") ? kept : `${kept}\n`);
+      const text = kept.endsWith("\n") ? kept : `${kept}\n`;
+      const cp = parseCheckpoint(text);
       const { pubkey, wantKeyId } = this;
       if (!cp) this.notes.caller.push("The checkpoint you supplied is not a well-formed signed note.");
       else if (cp.origin !== this.head.origin) this.notes.caller.push(`The checkpoint you supplied is for "${cp.origin}", not this room.`);
       else if (!pubkey || !wantKeyId || !cp.signatures.some((s) => s.keyName === this.key.key_name && bytesEqual(s.keyId, wantKeyId))) {
         this.notes.caller.push("The checkpoint you supplied is not signed by this server's key.");
-      } else if (!(await this.noteSignature(cp))) this.notes.caller.push("The signature on the checkpoint you supplied does not verify.");
-      else {
+      } else if (!(await (this.knownNotes.get(text)?.signature ?? this.noteSignature(cp)))) {
+        this.notes.caller.push("The signature on the checkpoint you supplied does not verify.");
+      } else {
         const consistent = cp.size <= size && this.isConsistent(cp);
         callerCheckpoint = { size: cp.size, consistent };
         if (cp.size > size) this.fail("caller", cp.size, "truncated", `Your checkpoint covers ${cp.size} events; the log now has ${size}: its tail was cut.`);

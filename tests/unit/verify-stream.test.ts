@@ -6,7 +6,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import { bytesToBase64, base64ToBytes, bytesToHex, hexToBytes, sha256Into, sha256Js } from "../../lib/log/bytes";
-import { canonicalize, canonicalEqual } from "../../lib/log/jcs";
+import { canonicalBytes, canonicalize, canonicalEqual } from "../../lib/log/jcs";
 import { consistencyProof, MerkleTree, rootOf, subtreeRoot, verifyConsistency, leafHash, EMPTY_ROOT } from "../../lib/log/merkle";
 import { eventLeafHash, signAgentWrite, type LogEvent } from "../../lib/log/event";
 import { signCheckpoint } from "../../lib/log/checkpoint";
@@ -54,6 +54,25 @@ describe("canonical JSON, fast paths", () => {
     for (let i = 0; i < 3000; i++) {
       const v = randomValue(rnd);
       assert.equal(canonicalize(v), reference(v), JSON.stringify(v));
+      assert.equal(bytesToHex(canonicalBytes(v)), Buffer.from(reference(v), "utf8").toString("hex"), "the bytes written directly");
+    }
+    // The byte writer refuses what canonicalize refuses, and a refusal leaves it usable.
+    for (const bad of [NaN, [undefined], { a: "\ud800" }, "x\udfff", new Date(0), () => 1, 10n]) {
+      assert.throws(() => canonicalize(bad));
+      assert.throws(() => canonicalBytes(bad));
+    }
+    const cyclic: Record<string, unknown> = { a: 1 };
+    cyclic.self = { back: cyclic };
+    assert.throws(() => canonicalBytes(cyclic), /cyclic/);
+    assert.equal(bytesToHex(canonicalBytes({ b: "é", a: [1, "\n"] })), Buffer.from('{"a":[1,"\\n"],"b":"é"}').toString("hex"));
+  });
+
+  test("an event's leaf hash is SHA-256(0x00 ‖ its JCS bytes), also after a refused event and for one larger than any before", () => {
+    const ev = (text: string): LogEvent => ({ v: 1, room: "r", seq: 1, ts: TS, type: "message.posted", actor: "a", payload: { text }, server: {}, prev: "0".repeat(64) });
+    const expect = (e: LogEvent) => crypto.createHash("sha256").update(Buffer.concat([Buffer.from([0]), Buffer.from(canonicalize(e))])).digest("hex");
+    for (const text of ["plain", "ünïcödé 😀 \"quoted\"\n", "x".repeat(100_000), "short again"]) {
+      assert.equal(bytesToHex(eventLeafHash(ev(text))), expect(ev(text)));
+      assert.throws(() => eventLeafHash(ev("\ud800")));
     }
   });
 
