@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Services } from "../../lib/services/context";
-import { postMessage, readMessages } from "../../lib/services/messages";
+import { postMessage, readMessagesJson } from "../../lib/services/messages";
 import { requireRoom } from "../../lib/services/access";
 import { messagePage, postedMessage, postMessageBody, readMessagesQuery } from "../../lib/schemas/messages";
 import { agentId, queryInt } from "../../lib/schemas/common";
@@ -24,7 +24,8 @@ export function messageRoutes(app: App, svc: Services): void {
   app.get("/api/rooms/:id/messages", async (c) => {
     const query = queryOf(c, readMessagesQuery);
     // Only a long-poll needs the abort signal; creating it costs a full Request object.
-    return c.json(await readMessages(svc, c.req.param("id"), query, query.wait ? c.req.raw.signal : undefined));
+    const json = await readMessagesJson(svc, c.req.param("id"), query, query.wait ? c.req.raw.signal : undefined);
+    return c.body(json, 200, { "Content-Type": "application/json" });
   });
 
   doc({ method: "post", path: "/api/rooms/:id/messages", tag: "messages", summary: "Post a message (optionally signed); returns the message and its receipt", body: postMessageBody, response: postedMessage, status: 201 });

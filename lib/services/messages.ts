@@ -109,6 +109,59 @@ export async function readMessages(svc: Services, rawRoomId: string, query: Read
 }
 
 /**
+ * A full page (`limit` messages and more after them) never changes: messages are never edited and
+ * the log only grows. Their JSON is kept, least recently used going first past 8 MB per server, so
+ * agents reading a room's history from the start (every agent that joins does) cost no query.
+ */
+class FullPages {
+  private readonly pages = new Map<string, string>();
+  private bytes = 0;
+
+  get(key: string): string | undefined {
+    const json = this.pages.get(key);
+    if (json !== undefined) {
+      this.pages.delete(key);
+      this.pages.set(key, json);
+    }
+    return json;
+  }
+
+  set(key: string, json: string): void {
+    if (this.pages.has(key)) return;
+    this.pages.set(key, json);
+    this.bytes += json.length;
+    for (const [oldest, old] of this.pages) {
+      if (this.bytes <= FULL_PAGES_BYTES) break;
+      this.pages.delete(oldest);
+      this.bytes -= old.length;
+    }
+  }
+}
+const FULL_PAGES_BYTES = 8 * 1024 * 1024;
+const fullPages = new WeakMap<Services, FullPages>();
+
+/** readMessages as the JSON the REST API answers, from the kept full pages when it is one. */
+export async function readMessagesJson(svc: Services, rawRoomId: string, query: ReadMessagesInput, signal?: AbortSignal): Promise<string> {
+  const forward = query.mentioning === undefined && query.tail === undefined;
+  let key: string | undefined;
+  if (forward) {
+    // The room's rules (unknown, expired) hold for a kept page too.
+    const room = await requireRoom(svc, rawRoomId);
+    key = `${room.uuid} ${query.since ?? 0} ${query.limit}`;
+    const kept = fullPages.get(svc)?.get(key);
+    if (kept !== undefined) return kept;
+  }
+  const page = await readMessages(svc, rawRoomId, query, signal);
+  const json = JSON.stringify(page);
+  if (key !== undefined && page.has_more) {
+    let pages = fullPages.get(svc);
+    if (!pages) fullPages.set(svc, (pages = new FullPages()));
+    pages.set(key, json);
+  }
+  return json;
+}
+
+/**
  * `mentioning=`: only the messages addressed to the agent (addressedKeys: the messages of others
  * that @-mention it), read up to the head the read began at, so that `next_since` moves past every
  * message skipped and a client never reads one twice. A long-poll is held until a message is

@@ -15,7 +15,7 @@ import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { and, asc, count, desc, eq, gt, isNull, lte, ne, sql } from "drizzle-orm";
 import * as schema from "./schema";
-import type { DeliveryRow, DeliveryStatus, Heads, RoomListQuery, Store, StoreReader, StoreWriter } from "./repository";
+import type { DeliveryRow, DeliveryStatus, EventRow, Heads, MessageRow, RoomListQuery, Store, StoreReader, StoreWriter } from "./repository";
 import { MemoryBuckets } from "./memory-limits";
 import { adminReaderOn, adminWriterOn } from "./admin-sqlite";
 import * as rows from "./rows";
@@ -45,6 +45,9 @@ function connect(file: string, readonly: boolean): Database.Database {
   return db;
 }
 
+const MESSAGE_COLS = `room, seq, agent_id AS agentId, text, ts, reply_to AS replyTo, mentions, mention_keys AS mentionKeys, auth, key_ref AS keyRef,
+  pubkey_hex AS pubkeyHex, signature_hex AS signatureHex, ts_iso AS tsIso, memory_root AS memoryRoot, hash`;
+
 /** The reads, prepared once on one connection. Synchronous underneath; async to match PostgreSQL. */
 function readerOn(sqlite: Database.Database) {
   const db = drizzle(sqlite, { schema });
@@ -52,8 +55,11 @@ function readerOn(sqlite: Database.Database) {
   /** A room that takes writes at `now`: open, and not past its expiry. */
   const liveRoom = (now: string) => and(eq(rooms.status, "open"), gt(rooms.expiresAt, now));
   const getRoom = db.select().from(rooms).where(eq(rooms.uuid, p("uuid"))).prepare();
-  const listMessages = db.select().from(messages).where(and(eq(messages.room, p("room")), gt(messages.seq, p("since")))).orderBy(asc(messages.seq)).limit(p("limit")).prepare();
-  const tailMessages = db.select().from(messages).where(eq(messages.room, p("room"))).orderBy(desc(messages.seq)).limit(p("limit")).prepare();
+  // The hot page reads as plain statements: drizzle's row mapping took a third of a 100-message page.
+  const listMessages = sqlite.prepare<{ room: string; since: number; limit: number }, MessageRow>(
+    `SELECT ${MESSAGE_COLS} FROM messages WHERE room = @room AND seq > @since ORDER BY seq LIMIT @limit`,
+  );
+  const tailMessages = sqlite.prepare<{ room: string; limit: number }, MessageRow>(`SELECT ${MESSAGE_COLS} FROM messages WHERE room = @room ORDER BY seq DESC LIMIT @limit`);
   // The keys are a JSON array: json_each matches one element exactly, whatever the name holds.
   const addressed = sql`${messages.mentionKeys} <> '[]' AND EXISTS (SELECT 1 FROM json_each(${messages.mentionKeys}) WHERE json_each.value = ${p("key")})`;
   const listMentioning = db.select().from(messages)
@@ -63,7 +69,9 @@ function readerOn(sqlite: Database.Database) {
     .where(and(eq(messages.room, p("room")), lte(messages.seq, p("upTo")), addressed))
     .orderBy(desc(messages.seq)).limit(p("limit")).prepare();
   const hasMessage = db.select({ seq: messages.seq }).from(messages).where(and(eq(messages.room, p("room")), eq(messages.seq, p("seq")))).prepare();
-  const listEvents = db.select().from(events).where(and(eq(events.room, p("room")), gt(events.seq, p("since")))).orderBy(asc(events.seq)).limit(p("limit")).prepare();
+  const listEvents = sqlite.prepare<{ room: string; since: number; limit: number }, EventRow>(
+    `SELECT room, seq, ts, type, actor, payload, server, prev, sig, leaf_hash AS leafHash, checkpoint FROM events WHERE room = @room AND seq > @since ORDER BY seq LIMIT @limit`,
+  );
   const leafHashes = db
     .select({ leafHash: events.leafHash })
     .from(events)
