@@ -134,6 +134,7 @@ export class RoomVerifier {
   private served: ServedProjections | null = null;
   private servedMessages = false;
   private turnViolations: { seq: number; detail: string }[] = [];
+  private replayError: string | null = null;
 
   constructor(
     private readonly head: BundleHead,
@@ -206,10 +207,20 @@ export class RoomVerifier {
   endEvents(): void {
     if (this.eventsDone) return;
     this.eventsDone = true;
-    this.rebuilt = replay(this.events, this.leafHex);
-    this.rebuiltMessages = new Map(this.rebuilt.messages.map((m) => [m.id, m]));
+    // Events the catalogue refuses (already failures) may be more than a reducer can take: that is
+    // reported with the projections, not thrown.
+    try {
+      this.rebuilt = replay(this.events, this.leafHex);
+    } catch (err) {
+      this.replayError = err instanceof Error ? err.message : String(err);
+    }
+    this.rebuiltMessages = new Map((this.rebuilt?.messages ?? []).map((m) => [m.id, m]));
     // Turns rooms: the server made every turn by the protocol's rules.
-    this.turnViolations = turnRuleViolations(this.events);
+    try {
+      this.turnViolations = turnRuleViolations(this.events);
+    } catch (err) {
+      this.turnViolations = [{ seq: 0, detail: `Turns protocol: the events cannot be checked (${err instanceof Error ? err.message : String(err)}).` }];
+    }
     this.events = [];
     this.leafHex = [];
     const waiting = this.waitingMessages;
@@ -244,6 +255,16 @@ export class RoomVerifier {
     return Promise.all(results.map((r) => Promise.resolve(r))).then((all) => all.every((r) => r));
   }
 
+  /** agentKey (lib/domain/names.ts), once per distinct name: a room has few authors and many events. */
+  private agentKeyOf(actor: string): string {
+    let key = this.agentKeys.get(actor);
+    if (key === undefined) {
+      key = agentKey(actor);
+      this.agentKeys.set(actor, key);
+    }
+    return key;
+  }
+
   /** Step 3 for one event: agent signatures, replays and key pinning (trust on first use). */
   private agentSignature(event: LogEvent): void {
     // As at intake (lib/services/signatures.ts): only a v1 envelope signature pins a name; a legacy
@@ -251,14 +272,9 @@ export class RoomVerifier {
     // pinned key. Pinned per agentKey: names that differ only in case or width are one agent.
     const seq = event.seq;
     const sig = event.sig as (LogEvent["sig"] & { alg: string }) | undefined;
-    let actorKey = this.agentKeys.get(event.actor);
-    if (actorKey === undefined) {
-      actorKey = agentKey(event.actor);
-      this.agentKeys.set(event.actor, actorKey);
-    }
     if (!sig) {
       const isAgentEvent = isAgentWritten(event.type) && !SERVICE_ACTORS.has(event.actor);
-      if (isAgentEvent && this.pinned.has(actorKey)) this.fail("signatures", seq, "key_pinning", `"${event.actor}" signed before; an unsigned event under that name is not theirs.`);
+      if (isAgentEvent && this.pinned.has(this.agentKeyOf(event.actor))) this.fail("signatures", seq, "key_pinning", `"${event.actor}" signed before; an unsigned event under that name is not theirs.`);
       return;
     }
     let signed: string;
@@ -279,6 +295,7 @@ export class RoomVerifier {
     }
     this.agentSignatures++;
     const pub = sig.pubkey_hex.toLowerCase();
+    const actorKey = this.agentKeyOf(event.actor);
     const first = this.pinned.get(actorKey);
     if (first === undefined) {
       if (pins) this.pinned.set(actorKey, pub);
@@ -336,11 +353,13 @@ export class RoomVerifier {
 
     // 4. Projections: a replay of the events must reproduce what the server stores and serves.
     let projections: VerifyReport["details"]["projections"] = null;
-    const rebuilt = this.rebuilt!;
-    if (this.served || this.servedMessages) {
+    const rebuilt = this.rebuilt;
+    if (!this.served && !this.servedMessages) this.notes.projections.push("The bundle carries no projections, so what the server serves was not compared with the log.");
+    else if (!rebuilt) this.fail("projections", null, "projection", `The events cannot be replayed into projections (${this.replayError}), so what is served cannot come from them.`);
+    else {
       projections = { messages: rebuilt.messages.length, room: true, threads: rebuilt.ledger.threads.length, tasks: rebuilt.board?.tasks.length ?? 0, turns: rebuilt.turns?.turns.length ?? 0 };
       this.compareProjections(rebuilt, this.served ?? ({} as ServedProjections));
-    } else this.notes.projections.push("The bundle carries no projections, so what the server serves was not compared with the log.");
+    }
     for (const v of this.turnViolations) this.fail("projections", v.seq, "turns_protocol", v.detail);
 
     // 5. A checkpoint the caller kept: signed by the key, and the current log consistent with it.

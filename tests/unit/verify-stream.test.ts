@@ -267,6 +267,11 @@ describe("verifyBundleStream", () => {
       ["an agent signature replayed", (x) => (x.events[9]!.sig = x.events[5]!.sig)],
       ["no checkpoints", (x) => (x.checkpoints = [])],
       ["no projections", (x) => delete x.projections],
+      ["a message whose text no reducer can take", (x) => ((x.events[6]!.payload as { text: unknown }).text = { not: "text" })],
+      ["the same, without projections", (x) => {
+        (x.events[6]!.payload as { text: unknown }).text = 5;
+        delete x.projections;
+      }],
     ];
     for (const [name, tamper] of cases) {
       const x = structuredClone(b);
