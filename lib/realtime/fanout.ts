@@ -69,6 +69,8 @@ class RoomFeed {
   at = 0;
   /** The highest head heard of (wake-ups); the feed reads while it is behind it. */
   private target = 0;
+  /** Wake-ups that raised the target, counted: one during a read means that read may predate its commit. */
+  private raised = 0;
   private running = false;
   private scheduled = false;
   private lastPoke = 0;
@@ -109,6 +111,7 @@ class RoomFeed {
     if (seq === ROOM_GONE) return this.checkAlive();
     if (seq <= this.target) return;
     this.target = seq;
+    this.raised++;
     if (this.live.size > 0) this.schedule();
   }
 
@@ -154,9 +157,12 @@ class RoomFeed {
     this.running = true;
     try {
       while (this.live.size > 0 && this.at < this.target) {
+        const raised = this.raised;
         const frames = await this.svc.frames.read(this.room, this.at, FEED_PAGE);
-        // Nothing past the position yet: the wake-up was ahead of what is visible; the next one reads again.
         if (frames.length === 0) {
+          // Woken meanwhile: this read may have begun before that commit; read again.
+          if (this.raised !== raised) continue;
+          // Nothing past the position (a ping's re-read found nothing new): wait for the next wake-up.
           this.target = this.at;
           break;
         }
@@ -214,6 +220,7 @@ class Watcher {
       if (this.live) feed.poke();
       else this.catchUp();
     }, this.opts.pingMs);
+    this.ping.unref?.(); // an open stream is no reason to keep a process alive
     requireRoom(feed.svc, feed.room).then(
       () => this.catchUp(),
       () => this.close(true),

@@ -32,12 +32,16 @@ export class FrameCache {
   private readonly rooms = new Map<string, Map<number, Frame>>();
   /**
    * Store reads in flight, by room and cursor: the watchers of a room woken by one commit all miss
-   * the cache at the same cursor, and share one query instead of each sending its own.
+   * the cache at the same cursor, and share one query instead of each sending its own. A room's
+   * are forgotten when its head moves: a read that began before a commit may not see it, and one
+   * asked for after the commit's wake-up must.
    */
-  private readonly loading = new Map<string, Promise<Frame[]>>();
+  private readonly loading = new Map<string, Map<number, Promise<Frame[]>>>();
   private bytes = 0;
 
-  constructor(private readonly svc: Services) {}
+  constructor(private readonly svc: Services) {
+    svc.notifier.subscribeAll((room) => this.loading.delete(room));
+  }
 
   /** Frames after `since`, oldest first, at most `limit`. */
   async read(room: string, since: number, limit = 500): Promise<Frame[]> {
@@ -57,13 +61,19 @@ export class FrameCache {
 
   /** Frames after `from` from the store (up to `limit`), one query for every reader at that cursor. */
   private load(room: string, from: number, limit: number): Promise<Frame[]> {
-    const key = `${from}:${room}`;
-    let pending = this.loading.get(key);
+    let reads = this.loading.get(room);
+    let pending = reads?.get(from);
     if (!pending) {
-      pending = this.svc.store.listEvents(room, from, limit).then((rows) => rows.map((row) => this.remember(room, toFrame(row))));
-      this.loading.set(key, pending);
-      const done = () => void this.loading.delete(key);
-      pending.then(done, done);
+      if (!reads) this.loading.set(room, (reads = new Map()));
+      const own = (pending = this.svc.store.listEvents(room, from, limit).then((rows) => rows.map((row) => this.remember(room, toFrame(row)))));
+      reads.set(from, own);
+      const done = () => {
+        const now = this.loading.get(room);
+        if (now?.get(from) !== own) return;
+        now.delete(from);
+        if (now.size === 0) this.loading.delete(room);
+      };
+      own.then(done, done);
     }
     return pending;
   }
