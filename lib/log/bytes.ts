@@ -131,13 +131,26 @@ export function useSha256(impl: (data: Uint8Array) => Uint8Array): void {
 }
 
 const HEX = '0123456789abcdef';
-/** The two hex digits of each byte value. */
-const BYTE_HEX: string[] = Array.from({ length: 256 }, (_, i) => HEX[i >> 4] + HEX[i & 15]);
+/** The two hex digits of each byte value, as two ASCII codes (high byte first). */
+const BYTE_HEX = new Uint16Array(256);
+for (let i = 0; i < 256; i++) BYTE_HEX[i] = (HEX.charCodeAt(i >> 4) << 8) | HEX.charCodeAt(i & 15);
+const hexOut = new Uint8Array(128);
+const ascii = new TextDecoder();
 
+/**
+ * Lower-case hex. The digits are written as ASCII into a buffer and decoded once: one flat string.
+ * (Concatenating two-digit pieces builds a rope of 32 parts per hash — a 64-digit leaf hash then
+ * took about 600 bytes until something flattened it, and most were kept as they were.)
+ */
 export function bytesToHex(b: Uint8Array): string {
-  let s = '';
-  for (let i = 0; i < b.length; i++) s += BYTE_HEX[b[i]];
-  return s;
+  const n = b.length;
+  const out = 2 * n <= hexOut.length ? hexOut : new Uint8Array(2 * n);
+  for (let i = 0; i < n; i++) {
+    const c = BYTE_HEX[b[i]!]!;
+    out[2 * i] = c >> 8;
+    out[2 * i + 1] = c & 255;
+  }
+  return ascii.decode(out.subarray(0, 2 * n));
 }
 
 /** The value of a hex digit's char code, or -1. */

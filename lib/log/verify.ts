@@ -129,9 +129,16 @@ export class RoomVerifier {
 
   // 4. projections: the replay once the events are in; served messages compared as they arrive.
   private rebuilt: Projections | null = null;
-  private rebuiltMessages: Map<number, Message> | null = null;
-  /** Per served message id (the last one served under it, as a Map of the list would keep): whether it equals the rebuilt one. */
-  private readonly messageMatches = new Map<number, boolean>();
+  /**
+   * Rebuilt messages by id, and per id whether the (last) message served under it equals the
+   * rebuilt one: 0 not served, 1 equal, 2 different. Ids are event seqs, so typed arrays indexed
+   * by seq hold them (bytes per event, not a Map entry); an id outside 1..size (a tampered seq)
+   * goes to the Maps.
+   */
+  private messageIndex = new Int32Array(0);
+  private messageState = new Uint8Array(0);
+  private readonly otherMessages = new Map<unknown, { index: number; state: number }>();
+  private eventsReplayed = false;
   private waitingMessages: Message[] = [];
   private served: ServedProjections | null = null;
   private servedMessages = false;
@@ -233,7 +240,14 @@ export class RoomVerifier {
     } catch (err) {
       this.replayError = err instanceof Error ? err.message : String(err);
     }
-    this.rebuiltMessages = new Map((this.rebuilt?.messages ?? []).map((m) => [m.id, m]));
+    const size = this.tree.size;
+    this.messageIndex = new Int32Array(size + 1);
+    this.messageState = new Uint8Array(size + 1);
+    (this.rebuilt?.messages ?? []).forEach((m, i) => {
+      if (Number.isInteger(m.id) && m.id >= 1 && m.id <= size) this.messageIndex[m.id] = i + 1;
+      else this.otherMessages.set(m.id, { index: i + 1, state: 0 });
+    });
+    this.eventsReplayed = true;
     // Turns rooms: the server made every turn by the protocol's rules.
     try {
       this.turnViolations = turnRuleViolations(this.events);
@@ -341,14 +355,19 @@ export class RoomVerifier {
   /** One served message (after servedProjections, or before: a bundle may list its fields in any order). */
   servedMessage(message: Message): void {
     this.servedMessages = true;
-    if (this.rebuiltMessages) this.compareMessage(message);
+    if (this.eventsReplayed) this.compareMessage(message);
     else this.waitingMessages.push(message);
   }
 
   private compareMessage(m: Message): void {
-    const logged = this.rebuiltMessages!.get(m.id);
-    if (logged === undefined) this.fail("extraMessages", m.id, "projection", `The message ${m.id} is served but has no event in the log.`);
-    this.messageMatches.set(m.id, logged !== undefined && canonicalEqual(logged, m));
+    const id = m.id;
+    const inRange = Number.isInteger(id) && id >= 1 && id < this.messageIndex.length;
+    const other = inRange ? undefined : this.otherMessages.get(id);
+    const index = inRange ? this.messageIndex[id]! : (other?.index ?? 0);
+    if (index === 0) return this.fail("extraMessages", id, "projection", `The message ${id} is served but has no event in the log.`);
+    const state = canonicalEqual(this.rebuilt!.messages[index - 1], m) ? 1 : 2;
+    if (inRange) this.messageState[id] = state;
+    else other!.state = state;
   }
 
   /** Runs what waits for the whole bundle (roots, projections, the caller's checkpoint) and every pending signature. */
@@ -454,9 +473,10 @@ export class RoomVerifier {
     }
     // Messages were compared as they were served; what is left is the log's side, then the extras.
     for (const m of rebuilt.messages) {
-      const match = this.messageMatches.get(m.id);
-      if (match === undefined) fail(m.id, "projection", `The message ${m.id} is in the log but not served.`);
-      else if (!match) fail(m.id, "projection", `The message ${m.id} as served differs from the log.`);
+      const inRange = Number.isInteger(m.id) && m.id >= 1 && m.id < this.messageState.length;
+      const state = inRange ? this.messageState[m.id]! : (this.otherMessages.get(m.id)?.state ?? 0);
+      if (state === 0) fail(m.id, "projection", `The message ${m.id} is in the log but not served.`);
+      else if (state === 2) fail(m.id, "projection", `The message ${m.id} as served differs from the log.`);
     }
     for (const x of this.failed.extraMessages) fail(x.seq, x.type, x.detail);
     const bySeq = <T extends { id: number }>(noun: string, logged: T[], shown: T[] | undefined) => compareById(fail, noun, logged, shown ?? [], (x) => x.id, (x) => x.id);
