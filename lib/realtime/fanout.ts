@@ -257,6 +257,7 @@ class Watcher {
 
   private async readOn(): Promise<void> {
     const { feed } = this;
+    let behind = false;
     for (;;) {
       if (this.closed) return;
       const room = this.sink.room();
@@ -268,8 +269,13 @@ class Watcher {
       if (this.closed) return;
       if (frames.length === 0) {
         if (feed.join(this)) return;
-        continue; // the feed is ahead of what this read saw
+        // The feed is ahead of what this read saw (it began before a commit): read again, once;
+        // twice nothing behind the feed (the room's events are gone) waits for the ping.
+        if (behind) return;
+        behind = true;
+        continue;
       }
+      behind = false;
       if (!this.send(frames)) return;
     }
   }
