@@ -32,24 +32,39 @@ export class Notifier {
     for (const listener of [...set]) listener(seq);
   }
 
+  /** Long-polls woken by the commits of this turn of the event loop, resumed together on the next. */
+  private woken: (() => void)[] = [];
+
   /**
    * Resolves with true when the room passes `afterSeq`, false on timeout or abort. It listens
    * before it reads the head, so a commit between the two cannot be missed.
+   *
+   * Woken by a commit, it resolves on the next turn of the event loop, with every other wait that
+   * commit woke: the commit's fan-out to the room's SSE streams (lib/realtime/fanout.ts) runs in
+   * promise jobs, and a hundred long-polls reading their pages in the same jobs would hold every
+   * stream's write behind them. Resumed together, their answers still leave in one pass.
    */
   waitFor(room: string, afterSeq: number, headSeq: () => Promise<number>, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
     if (signal?.aborted) return Promise.resolve(false);
     return new Promise((resolve) => {
       let settled = false;
-      const done = (value: boolean) => {
+      const done = (value: boolean, later = false) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
         unsubscribe();
         signal?.removeEventListener("abort", onAbort);
-        resolve(value);
+        if (!later) return resolve(value);
+        if (this.woken.push(() => resolve(value)) === 1) {
+          setImmediate(() => {
+            const woken = this.woken;
+            this.woken = [];
+            for (const wake of woken) wake();
+          });
+        }
       };
       const onAbort = () => done(false);
-      const unsubscribe = this.subscribe(room, (seq) => seq > afterSeq && done(true));
+      const unsubscribe = this.subscribe(room, (seq) => seq > afterSeq && done(true, true));
       const timer = timeoutMs > 0 ? setTimeout(() => done(false), timeoutMs) : undefined;
       signal?.addEventListener("abort", onAbort, { once: true });
       headSeq().then(

@@ -198,3 +198,20 @@ test("the frame cache shares a read among readers at one cursor, but not across 
   queries[1]!.answer([]);
   assert.deepEqual(await third, []);
 });
+
+test("long-polls woken by a commit resume together, after the commit's fan-out to the streams", async () => {
+  const log = [frame(1)];
+  const { svc } = fakeServices(log);
+  const sink = fakeSink();
+  const watch = watchRoom(svc, ROOM, 0, sink, opts);
+  await settle();
+  const seenByPolls: number[][] = [];
+  const polls = [0, 1, 2].map(() => svc.notifier.waitFor(ROOM, 1, async () => 1, 5_000).then((woke) => (seenByPolls.push([...sink.got]), woke)));
+  await settle();
+  log.push(frame(2));
+  svc.notifier.publish(ROOM, 2);
+  assert.deepEqual(await Promise.all(polls), [true, true, true]);
+  assert.deepEqual(seenByPolls, [[1, 2], [1, 2], [1, 2]], "the stream had the frame before any long-poll resumed");
+  assert.equal(svc.notifier.streamCount, 1, "the woken polls stopped listening at once");
+  watch.stop();
+});
