@@ -5,7 +5,8 @@ import { publicTask } from "../domain/tasks";
 import { publicTurn } from "../domain/turns";
 import { bytesToBase64, bytesToHex, hexToBytes } from "../log/bytes";
 import { consistencyProof, inclusionProof, memoisedSubtree, type SubtreeHash } from "../log/merkle";
-import { BUNDLE_FORMAT, RoomVerifier, type RoomBundle, type VerifyReport } from "../log/verify";
+import { BUNDLE_FORMAT, RoomVerifier, type Ed25519Verify, type RoomBundle, type VerifyReport } from "../log/verify";
+import { bytesEqual } from "../log/bytes";
 import type { Message } from "../domain/message";
 import type { RoomRow, StoreReader } from "../store/types";
 import { ALL, type Services } from "./context";
@@ -68,6 +69,28 @@ export async function exportRoom(svc: Services, rawRoomId: string): Promise<Room
   return (await readBundle(svc, rawRoomId)).bundle;
 }
 
+/**
+ * Ed25519 verification that knows the server's own key. Ed25519 signatures are deterministic
+ * (RFC 8032): the checkpoint the server signed is exactly sign(key, body), so signing the body again
+ * and comparing — about a third of a verification's cost here — says "valid" exactly when it is the
+ * server's signature, which is then valid by construction. Anything else (another key, a signature
+ * that differs) is verified as usual, so the answer is always the one verification gives; a room
+ * with a checkpoint per event (PostgreSQL) is checked with a third of the CPU.
+ */
+function ownKeyVerify(svc: Services): Ed25519Verify {
+  const own = svc.key.pubkey;
+  return (pub, msg, sig) => {
+    if (sig.length === 64 && bytesEqual(pub, own)) {
+      try {
+        if (bytesEqual(svc.key.sign(msg), sig)) return true;
+      } catch {
+        // not signable: verify it
+      }
+    }
+    return ed25519VerifyAsync(pub, msg, sig);
+  };
+}
+
 /** Rows per read while verifying: few queries, and a page of rows at a time in memory. */
 const VERIFY_PAGE = 1000;
 
@@ -82,7 +105,7 @@ export async function verifyRoom(svc: Services, rawRoomId: string, opts: { check
   return svc.store.snapshot(async (reader) => {
     const room = await requireRoom(svc, rawRoomId, reader);
     const key = serverKeyRef(svc);
-    const v = new RoomVerifier({ origin: `${svc.originHost}/room/${room.uuid}`, room: room.uuid, server_key: key }, { verify: ed25519VerifyAsync, trustedKey: key, checkpoint: opts.checkpoint });
+    const v = new RoomVerifier({ origin: `${svc.originHost}/room/${room.uuid}`, room: room.uuid, server_key: key }, { verify: ownKeyVerify(svc), trustedKey: key, checkpoint: opts.checkpoint });
     for (let after = 0; ; ) {
       const rows = await reader.listEvents(room.uuid, after, VERIFY_PAGE);
       for (const r of rows) {
