@@ -68,11 +68,25 @@ function onError(err: Error, c: Context<Env>): Response {
 export function createApiApp(svc: Services): Hono<Env> {
   const app = new Hono<Env>();
 
-  // Only requests with a body: the check reads the raw Request, which costs a full Request object.
+  // Form bodies (and in-process requests): Hono's reader, which builds a full web Request.
   const limitBody = bodyLimit({
     maxSize: MAX_BODY_BYTES,
     onError: (c) => errorResponse(c, tooLarge()),
   });
+  /** Runs the route with the request's body read under the 64 KiB limit. */
+  async function withBody(c: Context<Env>, next: () => Promise<void>): Promise<void> {
+    if (readsDirectly(c)) {
+      // Straight off the socket, not through a web Request and its stream; routes get it from
+      // Hono's body cache (c.req.text(), .json(), .parseBody()).
+      const text = await readBody(nodeRequest(c)!, MAX_BODY_BYTES);
+      if (text === undefined) throw tooLarge();
+      (c.req.bodyCache as Record<string, Promise<unknown>>).text = Promise.resolve(text);
+      return next();
+    }
+    // The body limit answers an oversized body itself (else it passes on what next() gives).
+    const answer: unknown = await limitBody(c, next);
+    if (answer instanceof Response) c.res = answer;
+  }
   const metrics = requestMetrics(svc);
   // Every request's frame, in one middleware (each level of Hono's chain costs a promise and a
   // closure on every request): the caller, the general request budget, the hold an open stream or
@@ -91,18 +105,7 @@ export function createApiApp(svc: Services): Hono<Env> {
       if (!(method === "POST" && OWN_BUDGET.test(path))) await limitRequest(svc, caller.ip);
       if (open) await holdUntilClosed(c, holdStream(svc, caller.ip), next);
       else if (method === "GET" || method === "HEAD") await next();
-      else if (readsDirectly(c)) {
-        // A JSON (or text) body read straight off the socket, not through a web Request and its
-        // stream; routes get it from Hono's body cache (c.req.text(), .json(), .parseBody()).
-        const text = await readBody(nodeRequest(c)!, MAX_BODY_BYTES);
-        if (text === undefined) throw tooLarge();
-        (c.req.bodyCache as Record<string, Promise<unknown>>).text = Promise.resolve(text);
-        await next();
-      } else {
-        // The body limit answers an oversized body itself (else it passes on what next() gives).
-        const answer: unknown = await limitBody(c, next);
-        if (answer instanceof Response) c.res = answer;
-      }
+      else await withBody(c, next);
     } catch (err) {
       // Thrown here rather than in a route (Hono answers those): answered the same way.
       c.res = onError(err as Error, c);
