@@ -5,6 +5,7 @@ import { publicTurn, type Turn, type TurnState } from "../domain/turns";
 import type { EventSig } from "../log/event";
 import type { PostMessageInput, ReadMessagesInput } from "../schemas/messages";
 import { messageFromRow } from "../store/rows";
+import type { MessageRow } from "../store/repository";
 import type { RoomRow } from "../store/types";
 import { isoNow, type Caller, type Services } from "./context";
 import { appendEvent, queuedWrite, type Receipt, type Tx } from "./events";
@@ -97,16 +98,41 @@ export async function readMessages(svc: Services, rawRoomId: string, query: Read
   }
   const since = query.since ?? 0;
   // A cursor at the head (an idle poll) has nothing to read: no query, the row is in memory.
-  let rows = since >= room.headSize ? [] : await svc.store.listMessages(room.uuid, since, query.limit + 1);
+  const rows = since >= room.headSize ? [] : await svc.store.listMessages(room.uuid, since, query.limit + 1);
   if (rows.length === 0 && query.wait && query.since !== undefined) {
     const woke = await svc.notifier.waitFor(room.uuid, Math.max(since, room.headSize), async () => (await svc.roomRows.get(room.uuid))?.headSize ?? 0, query.wait * 1000, signal);
-    if (woke) rows = await svc.store.listMessages(room.uuid, since, query.limit + 1);
+    if (woke) return wokenPage(svc, room.uuid, since, query.limit);
   }
-  const hasMore = rows.length > query.limit;
-  if (hasMore) rows = rows.slice(0, query.limit);
+  return pageOf(rows, query.limit, since);
+}
+
+function pageOf(rows: MessageRow[], limit: number, since: number): MessagePage {
+  const hasMore = rows.length > limit;
+  if (hasMore) rows = rows.slice(0, limit);
   // next_since: the last message returned, else the cursor the caller gave (never backwards).
   return { messages: rows.map(messageFromRow), has_more: hasMore, next_since: rows.at(-1)?.seq ?? since };
 }
+
+/**
+ * The page a woken long-poll answers. One commit wakes every long-poll on the room together
+ * (Notifier.waitFor resumes them in one pass), and those at the same cursor want the same page:
+ * it is read (and turned into JSON, readMessagesJson) once for all of them. The reads of a pass
+ * are shared only within that pass, so a later wake always reads again.
+ */
+function wokenPage(svc: Services, room: string, since: number, limit: number): Promise<MessagePage> {
+  let pass = wokenPages.get(svc);
+  if (!pass) {
+    wokenPages.set(svc, (pass = new Map()));
+    setImmediate(() => wokenPages.delete(svc));
+  }
+  const key = `${room} ${since} ${limit}`;
+  let page = pass.get(key);
+  if (!page) pass.set(key, (page = svc.store.listMessages(room, since, limit + 1).then((rows) => Object.freeze(pageOf(rows, limit, since)))));
+  return page;
+}
+const wokenPages = new WeakMap<Services, Map<string, Promise<MessagePage>>>();
+/** The JSON of a page shared by several answers, made once. */
+const pageJson = new WeakMap<MessagePage, string>();
 
 /**
  * A full page (`limit` messages and more after them) never changes: messages are never edited and
@@ -152,7 +178,8 @@ export async function readMessagesJson(svc: Services, rawRoomId: string, query: 
     if (kept !== undefined) return kept;
   }
   const page = await readMessages(svc, rawRoomId, query, signal);
-  const json = JSON.stringify(page);
+  let json = pageJson.get(page);
+  if (json === undefined) pageJson.set(page, (json = JSON.stringify(page)));
   if (key !== undefined && page.has_more) {
     let pages = fullPages.get(svc);
     if (!pages) fullPages.set(svc, (pages = new FullPages()));

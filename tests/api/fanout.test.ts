@@ -81,6 +81,40 @@ describe("one room, many streams", () => {
     await waitUntil("the room's feed being dropped with its last stream", () => feedCount(f.server.svc) === 0);
   });
 
+  test("long-polls woken by one post share its page: one message read per cursor, and the next post is read afresh", async () => {
+    const room = (await f.api.room()).uuid;
+    await f.api.say(room, "ann", "before");
+    const head = (await f.api.get(`/api/rooms/${room}/messages?tail=1`)).body.next_since as number;
+    const store = f.server.svc.store;
+    const listMessages = store.listMessages;
+    const reads: number[] = [];
+    store.listMessages = (id, since, limit) => {
+      if (id === room) reads.push(since);
+      return listMessages(id, since, limit);
+    };
+    const poll = (since: number) => f.api.get(`/api/rooms/${room}/messages?since=${since}&wait=20`);
+    try {
+      for (const round of [1, 2]) {
+        const cursor = round === 1 ? head : (await f.api.get(`/api/rooms/${room}/messages?tail=1`)).body.next_since;
+        const waiting = f.server.svc.notifier.streamCount;
+        const atHead = Array.from({ length: 20 }, () => poll(cursor));
+        await waitUntil("the twenty long-polls waiting", () => f.server.svc.notifier.streamCount >= waiting + 20);
+        reads.length = 0;
+        assert.equal((await f.api.say(room, "ben", `wake ${round}`)).status, 201);
+        const answers = await Promise.all(atHead);
+        for (const a of answers) {
+          assert.equal(a.status, 200);
+          assert.deepEqual(a.body.messages.map((m: { text: string }) => m.text), [`wake ${round}`]);
+          assert.equal(a.body.next_since, answers[0]!.body.next_since);
+          assert.ok(a.body.next_since > cursor);
+        }
+        assert.deepEqual(reads, [cursor], `round ${round}: one read of the page for twenty woken long-polls`);
+      }
+    } finally {
+      store.listMessages = listMessages;
+    }
+  });
+
   test("a stream that joins while others are live, from an old cursor, catches up and then follows", async () => {
     const room = (await f.api.room()).uuid;
     const live = await openSse(`${f.url}/api/rooms/${room}/events`);
