@@ -29,7 +29,7 @@ import os from "node:os";
 import path from "node:path";
 import { arbiterFigures } from "./arbiter";
 import { benchPostgres, freePort } from "./common";
-import { coreFigures, localServicesFor, type Backend } from "./core";
+import { coreFigures, delivery, fmtDelivery, localServicesFor, type Backend } from "./core";
 import { bigEvents, growthFigures, type GrowthPoint } from "./growth";
 import { describe, DURATION, ensureWrk, measure, type LoadResult } from "./load";
 import { slowClientFigures } from "./slow-clients";
@@ -54,19 +54,29 @@ const report = (name: string, value: string) => console.log(`${name.padEnd(66)} 
 const started = performance.now();
 const section = (title: string) => console.log(`\n== ${title} == (${((performance.now() - started) / 60_000).toFixed(1)} min into the run)`);
 
-/** The machine's ceilings, each server in a child process: an empty node:http server, a trivial Hono route. */
+/** A ceiling server (tests/bench/ceiling-server.ts) in a child process, listening. */
+async function ceilingServer(kind: "node" | "hono" | "fanout") {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(import.meta.dirname, "ceiling-server.ts"), kind, String(port)], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.once("data", () => resolve());
+    child.once("exit", (code) => reject(new Error(`ceiling server exited ${code}`)));
+  });
+  return { base: `http://127.0.0.1:${port}`, child };
+}
+
+/**
+ * The machine's ceilings, each server in a child process: an empty node:http server and a trivial
+ * Hono route under the rates; a node:http server that only does a delivery's I/O under the
+ * delivery figures (the same poster, readers and rounds as the server's figures).
+ */
 async function ceilings(): Promise<Ceilings> {
   const out: Ceilings = {};
   for (const kind of ["node", "hono"] as const) {
-    const port = await freePort();
-    const child = spawn(process.execPath, ["--import", "tsx", path.join(import.meta.dirname, "ceiling-server.ts"), kind, String(port)], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
+    const { base, child } = await ceilingServer(kind);
     try {
-      await new Promise<void>((resolve, reject) => {
-        child.stdout!.once("data", () => resolve());
-        child.once("exit", (code) => reject(new Error(`ceiling server exited ${code}`)));
-      });
       const r: LoadResult = await measure({
-        base: `http://127.0.0.1:${port}`,
+        base,
         pid: child.pid,
         connections: 64,
         requests: [{ method: "GET", path: `/api/rooms/${crypto.randomUUID()}/messages?since=1` }],
@@ -78,6 +88,17 @@ async function ceilings(): Promise<Ceilings> {
     } finally {
       child.kill();
     }
+  }
+  const { base, child } = await ceilingServer("fanout");
+  try {
+    out.delivery = {
+      sse: (await delivery({ postBase: base, watchBase: base, sse: 1000, pollers: 0 })).sse,
+      polls: (await delivery({ postBase: base, watchBase: base, sse: 0, pollers: 100 })).polls,
+    };
+    report("Ceiling: delivery POST → 1,000 SSE watchers, node:http and no store", fmtDelivery(out.delivery.sse));
+    report("Ceiling: delivery POST → 100 long-pollers, node:http and no store", fmtDelivery(out.delivery.polls));
+  } finally {
+    child.kill();
   }
   return out;
 }
