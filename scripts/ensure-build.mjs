@@ -21,7 +21,7 @@ const builtAt = (file) => (fs.existsSync(path.join(root, file)) ? fs.statSync(pa
 const stale = (file, sources) => builtAt(file) === 0 || Math.max(...sources.map(newestMtime)) > builtAt(file);
 
 const pages = ".next/BUILD_ID";
-if (stale(pages, ["app", "components", "lib", "next.config.ts", "package-lock.json"])) {
+if (stale(pages, ["app", "components", "lib", "next.config.mjs", "package-lock.json"])) {
   console.log(builtAt(pages) === 0 ? "No build yet: building the pages (next build)…" : "Page sources changed: rebuilding (next build)…");
   execFileSync(process.execPath, [path.join(root, "node_modules", "next", "dist", "bin", "next"), "build"], { cwd: root, stdio: "inherit" });
 }

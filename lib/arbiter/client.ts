@@ -8,8 +8,17 @@
  *     filtered) — a smaller batch may pass, and a single message that keeps failing is poison.
  * Error sentences are written here, from the status alone: never a URL, a key or a stack.
  */
-import OpenAI from "openai";
 import type { ArbiterProvider } from "../config";
+
+type OpenAiLibrary = typeof import("openai").default;
+/**
+ * The `openai` package, loaded by the first call to a provider: a server without an arbiter (or
+ * whose arbiter has not spoken yet) does not hold it in memory.
+ */
+let library: OpenAiLibrary | undefined;
+async function openAi(): Promise<OpenAiLibrary> {
+  return (library ??= (await import("openai")).default);
+}
 
 export interface ChatMessage {
   role: "system" | "user" | "assistant";
@@ -46,9 +55,11 @@ export interface LlmProvider {
 
 export const MAX_OUTPUT_TOKENS = 4_096;
 
-/** Maps whatever the client library threw to a sanitised, classified error. */
-export function classify(err: unknown): LlmError | Aborted {
-  if (err instanceof Aborted || err instanceof OpenAI.APIUserAbortError) return new Aborted();
+/** Maps whatever the client library threw to a sanitised, classified error (the library's own errors exist once it is loaded). */
+export function classify(err: unknown, OpenAI: OpenAiLibrary | undefined = library): LlmError | Aborted {
+  if (err instanceof Aborted) return new Aborted();
+  if (!OpenAI) return err instanceof LlmError ? err : new LlmError("provider", "failed");
+  if (err instanceof OpenAI.APIUserAbortError) return new Aborted();
   if (err instanceof OpenAI.APIConnectionTimeoutError) return new LlmError("provider", "did not answer in time");
   if (err instanceof OpenAI.APIConnectionError) return new LlmError("provider", "could not be reached");
   if (err instanceof OpenAI.APIError && typeof err.status === "number") {
@@ -65,7 +76,7 @@ export function classify(err: unknown): LlmError | Aborted {
 
 export function openAiProvider(p: ArbiterProvider, timeoutMs: number): LlmProvider {
   // Retries are ours (with backoff, across providers), so the library makes one attempt.
-  const client = new OpenAI({ baseURL: p.baseUrl, apiKey: p.apiKey, maxRetries: 0, timeout: timeoutMs });
+  let client: InstanceType<OpenAiLibrary> | undefined;
   return {
     name: p.name,
     async chat(messages, signal) {
@@ -75,6 +86,7 @@ export function openAiProvider(p: ArbiterProvider, timeoutMs: number): LlmProvid
       const onAbort = () => call.abort();
       signal?.addEventListener("abort", onAbort, { once: true });
       try {
+        client ??= new (await openAi())({ baseURL: p.baseUrl, apiKey: p.apiKey, maxRetries: 0, timeout: timeoutMs });
         const res = await client.chat.completions.create(
           { model: p.model, messages, response_format: { type: "json_object" }, temperature: 0, max_tokens: MAX_OUTPUT_TOKENS },
           { signal: call.signal },

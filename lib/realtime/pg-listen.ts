@@ -3,7 +3,7 @@
 // its local readers. The hint only wakes: readers re-read from their cursor in the database, so a
 // lost notification costs latency, never an event. After the connection drops, it reconnects with
 // backoff and wakes every waiting reader to re-read, which covers what it missed meanwhile.
-import pg from "pg";
+import type pg from "pg";
 import { NOTIFY_CHANNEL } from "../store/pg";
 import type { Notifier } from "./notifier";
 
@@ -46,7 +46,8 @@ export async function listenForCommits(
   };
 
   async function connect(first: boolean): Promise<void> {
-    const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000, keepAlive: true });
+    const { default: driver } = await import("pg");
+    const c = new driver.Client({ connectionString: url, connectionTimeoutMillis: 5_000, keepAlive: true });
     c.on("notification", onNotification);
     c.on("error", () => {}); // reported through "end"
     c.on("end", () => {

@@ -3,9 +3,9 @@
 // transaction; a commit is announced to every instance by one NOTIFY (lib/realtime/pg-listen.ts).
 import path from "node:path";
 import { PROJECT_ROOT } from "../paths";
-import pg from "pg";
-import { drizzle } from "drizzle-orm/node-postgres";
-import { migrate } from "drizzle-orm/node-postgres/migrator";
+// The driver is loaded when a PostgreSQL store opens (import() below): a server on SQLite never
+// holds it in memory.
+import type pg from "pg";
 import { ParleyError } from "../errors";
 import { RetryWithSavepoints, type DeliveryRow, type DeliveryStatus, type Heads, type MessageRow, type RoomListQuery, type RoomRow, type Store, type StoreReader, type StoreWriter, type WebhookRow, type WriteOptions } from "./repository";
 import * as rows from "./rows";
@@ -506,7 +506,8 @@ export interface PgStoreOptions {
 
 /** Connects, applies the committed migrations (once, under an advisory lock) and returns the store. */
 export async function openPgStore(url: string, options: PgStoreOptions = {}): Promise<Store & { pool: pg.Pool; url: string }> {
-  const pool = new pg.Pool({ connectionString: url, max: options.maxConnections ?? 10, connectionTimeoutMillis: 5_000 });
+  const { default: driver } = await import("pg");
+  const pool = new driver.Pool({ connectionString: url, max: options.maxConnections ?? 10, connectionTimeoutMillis: 5_000 });
   // An idle client that loses its connection (the database restarted) is dropped by the pool; the
   // error must not crash the process.
   pool.on("error", () => {});
@@ -636,6 +637,7 @@ async function migrateOnce(pool: pg.Pool): Promise<void> {
   try {
     await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
     try {
+      const [{ drizzle }, { migrate }] = await Promise.all([import("drizzle-orm/node-postgres"), import("drizzle-orm/node-postgres/migrator")]);
       await migrate(drizzle(client), { migrationsFolder: MIGRATIONS });
       await backfillMentions(client);
     } finally {

@@ -130,7 +130,7 @@ describe("provider errors and configuration", () => {
       [new TypeError("boom at http://x"), "provider", /^failed$/],
     ];
     for (const [err, kind, sentence] of cases) {
-      const c = classify(err) as LlmError;
+      const c = classify(err, OpenAI) as LlmError;
       assert.equal(c.kind, kind);
       assert.match(c.sentence, sentence);
       assert.ok(!c.sentence.includes("http"));
