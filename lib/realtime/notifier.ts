@@ -9,6 +9,19 @@ export class Notifier {
   private readonly listeners = new Map<string, Set<(seq: number) => void>>();
   private readonly everyRoom = new Set<(room: string, seq: number) => void>();
 
+  private readonly onMissed = new Set<() => void>();
+
+  /** Hears that commits may have gone unheard (missed(), below). */
+  subscribeMissed(listener: () => void): () => void {
+    this.onMissed.add(listener);
+    return () => void this.onMissed.delete(listener);
+  }
+
+  /** The commits of other instances may have gone unheard (their LISTEN connection dropped, or is back). */
+  missed(): void {
+    for (const listener of this.onMissed) listener();
+  }
+
   /** Hears every room's appends (the premium arbiter's worker); not counted as a stream. */
   subscribeAll(listener: (room: string, seq: number) => void): () => void {
     this.everyRoom.add(listener);

@@ -54,6 +54,7 @@ export async function listenForCommits(
       if (client !== c) return;
       client = undefined;
       connected = false;
+      notifier.missed();
       if (!closed) {
         log(`parley: the LISTEN connection to PostgreSQL dropped; reconnecting`);
         schedule();
@@ -67,6 +68,7 @@ export async function listenForCommits(
     retryMs = RETRY_MIN_MS;
     if (!first) {
       log(`parley: the LISTEN connection to PostgreSQL is back`);
+      notifier.missed();
       await rereadAll();
     }
   }

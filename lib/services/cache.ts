@@ -43,8 +43,10 @@ export class Caches {
  * The room rows the read paths need on every request (every GET names a room), kept in memory and
  * kept true by the notifier: a commit that moves a room's head (this instance's, or another's
  * through LISTEN) drops its row, and so does a deletion. What changes a row without moving its
- * head (the arbiter's usage counters) is dropped by the write that did it on this instance, and
- * reaches the others within `ttlMs`. Concurrent misses for one room share one read.
+ * head (the arbiter's usage counters, premium rooms only) is dropped by the write that did it on
+ * this instance, and reaches the others within `ttlMs`; any other row is read again after
+ * `steadyTtlMs` at the latest, and every row when the notifier may have missed commits (the
+ * LISTEN connection dropped or came back). Concurrent misses for one room share one read.
  */
 export class RoomRows {
   private readonly rows = new Map<string, { row: RoomRow; at: number }>();
@@ -54,13 +56,14 @@ export class RoomRows {
 
   constructor(
     private readonly store: Pick<StoreReader, "getRoom">,
-    private readonly maxRooms = 10_000,
+    private readonly maxRooms = 20_000,
     private readonly ttlMs = 1_000,
+    private readonly steadyTtlMs = 30_000,
   ) {}
 
   async get(uuid: string): Promise<RoomRow | undefined> {
     const hit = this.rows.get(uuid);
-    if (hit && performance.now() - hit.at < this.ttlMs) return hit.row;
+    if (hit && performance.now() - hit.at < (hit.row.protocolMode === "premium" ? this.ttlMs : this.steadyTtlMs)) return hit.row;
     let pending = this.loading.get(uuid);
     if (!pending) {
       this.moved.delete(uuid);
@@ -83,6 +86,12 @@ export class RoomRows {
   forget(uuid: string): void {
     this.rows.delete(uuid);
     if (this.loading.has(uuid)) this.moved.add(uuid);
+  }
+
+  /** Commits may have gone unheard: no kept row (nor a read under way) is trusted. */
+  forgetAll(): void {
+    this.rows.clear();
+    for (const uuid of this.loading.keys()) this.moved.add(uuid);
   }
 
   private keep(uuid: string, row: RoomRow): void {

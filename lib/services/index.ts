@@ -29,6 +29,7 @@ export function createServices(config: Config, store: Store, key: ServerKey, clo
   // Readers of a room wake when a commit moved its head (this instance's; other instances' arrive
   // through LISTEN, lib/realtime/pg-listen.ts).
   svc.notifier.subscribeAll((room, seq) => svc.roomRows.headMoved(room, seq));
+  svc.notifier.subscribeMissed(() => svc.roomRows.forgetAll());
   store.onCommit((heads) => {
     for (const [room, seq] of heads) svc.notifier.publish(room, seq);
   });

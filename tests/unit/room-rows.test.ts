@@ -1,0 +1,72 @@
+/**
+ * The room rows kept in memory (lib/services/cache.ts RoomRows): how long a row is trusted, what
+ * drops it, and its bound. A fake store counts the reads.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { RoomRows } from "../../lib/services/cache";
+import { Notifier } from "../../lib/realtime/notifier";
+import type { RoomRow } from "../../lib/store/types";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function fakeStore(protocolMode: (uuid: string) => string = () => "standard") {
+  const reads: string[] = [];
+  const heads = new Map<string, number>();
+  return {
+    reads,
+    heads,
+    async getRoom(uuid: string): Promise<RoomRow | undefined> {
+      reads.push(uuid);
+      await sleep(1);
+      return { uuid, protocolMode: protocolMode(uuid), headSize: heads.get(uuid) ?? 1 } as RoomRow;
+    },
+  };
+}
+
+test("a standard room's row is trusted for the steady TTL, a premium room's (whose usage changes without its head) for the short one", async () => {
+  const store = fakeStore((uuid) => (uuid.startsWith("p") ? "premium" : "standard"));
+  const rows = new RoomRows(store, 100, 20, 10_000);
+  await rows.get("s1");
+  await rows.get("p1");
+  await sleep(40);
+  await rows.get("s1");
+  await rows.get("p1");
+  assert.deepEqual(store.reads, ["s1", "p1", "p1"]);
+});
+
+test("a head move drops an older row, a missed-commits signal drops every row and the read under way", async () => {
+  const store = fakeStore();
+  const rows = new RoomRows(store, 100, 20, 10_000);
+  const notifier = new Notifier();
+  notifier.subscribeAll((room, seq) => rows.headMoved(room, seq));
+  notifier.subscribeMissed(() => rows.forgetAll());
+
+  assert.equal((await rows.get("a"))?.headSize, 1);
+  await rows.get("b");
+  store.heads.set("a", 2);
+  notifier.publish("a", 2);
+  assert.equal((await rows.get("a"))?.headSize, 2);
+  assert.equal((await rows.get("a"))?.headSize, 2, "kept again once read at the new head");
+  assert.deepEqual(store.reads, ["a", "b", "a"]);
+
+  // Another instance's commits, unheard: nothing kept is trusted, nor a read that began before.
+  store.heads.set("b", 5);
+  const during = rows.get("c");
+  notifier.missed();
+  await during;
+  assert.equal((await rows.get("b"))?.headSize, 5);
+  await rows.get("c");
+  assert.deepEqual(store.reads, ["a", "b", "a", "c", "b", "c"]);
+});
+
+test("at most maxRooms rows are kept, the one kept longest going first", async () => {
+  const store = fakeStore();
+  const rows = new RoomRows(store, 3, 20, 10_000);
+  for (const uuid of ["a", "b", "c", "d"]) await rows.get(uuid);
+  store.reads.length = 0;
+  for (const uuid of ["b", "c", "d"]) await rows.get(uuid);
+  assert.deepEqual(store.reads, []);
+  await rows.get("a");
+  assert.deepEqual(store.reads, ["a"]);
+});
