@@ -9,6 +9,7 @@ import type pg from "pg";
 import { ParleyError } from "../errors";
 import { RetryWithSavepoints, type DeliveryRow, type DeliveryStatus, type Heads, type MessageRow, type RoomListQuery, type RoomRow, type Store, type StoreReader, type StoreWriter, type WebhookRow, type WriteOptions } from "./repository";
 import * as rows from "./rows";
+import { ROOM_GONE } from "../realtime/notifier";
 import { adminPgReader, adminPgWriter } from "./admin-pg";
 
 const MIGRATIONS = path.join(PROJECT_ROOT, "drizzle", "pg");
@@ -321,6 +322,8 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): StoreWriter
     async deleteRoomData(uuid, keepTombstone) {
       // The cascade removes every row the room had; a tombstone is a fresh rooms row with no data.
       const gone = await one<RoomRow>(`DELETE FROM rooms WHERE uuid = $1 RETURNING ${ROOM_COLS}`, [uuid]);
+      // Announced with the commit: the other instances end the room's streams and drop its kept row.
+      if (gone) heads.set(uuid, ROOM_GONE);
       if (gone && keepTombstone) {
         await writerOn(raw, heads, state).insertRoom({ ...gone, status: "expired", description: "", frontier: "[]", checkpoint: "" });
       }

@@ -113,6 +113,21 @@ describe("three instances on one database", () => {
     assert.deepEqual(answer.body.messages.map((m: { id: number }) => m.id), [posted.body.id], "woken with the post, not by its timeout");
   });
 
+  test("a room deleted on C is gone on A at once: its stream on A ends and A answers room_not_found", async () => {
+    const room = await A.api.room();
+    // A has read (and keeps) the room's row, and follows it live.
+    assert.equal((await A.api.get(`/api/rooms/${room.uuid}/messages?since=0`)).status, 200);
+    const stream = await openSse(`${A.url}/api/rooms/${room.uuid}/events?since=0`);
+    await stream.waitFor(1);
+    const gone = await C.api.del(`/api/rooms/${room.uuid}`, { authorization: `Bearer ${room.owner_token}` });
+    assert.equal(gone.status, 200);
+    // The deletion's NOTIFY reaches A with the commit; A keeps the row of a quiet room for 30 s
+    // otherwise, longer than this waits.
+    await waitUntil("A answering room_not_found", async () => (await A.api.get(`/api/rooms/${room.uuid}/messages?since=0`)).status === 404, 5_000);
+    assert.equal((await A.api.get(`/api/rooms/${room.uuid}`)).body.code, "room_not_found");
+    await stream.ended;
+  });
+
   test("60 concurrent posts over the three into a room at cap - 20: exactly 20 stored, contiguous, CLEAN everywhere", async () => {
     const capped = await startCluster(await testDatabase(), 3, { PARLEY_ROOM_MESSAGE_CAP: "30" });
     try {
