@@ -221,7 +221,13 @@ function readerOn(db: Queryable): StoreReader {
 interface TxState {
   optimistic: boolean;
   aborted?: unknown;
+  /** Room agents known to have their row (room + "\n" + agent key), committed: kept per store. */
+  knownAgents: Set<string>;
+  /** Those this transaction made sure of, added to knownAgents once it commits. */
+  agents: string[];
 }
+/** Past this many, knownAgents starts again empty (a miss costs one statement). */
+const KNOWN_AGENTS_MAX = 200_000;
 
 /** Rows as one array per column, for a statement that unnests them (a fixed number of parameters for any number of rows). */
 function columns<T>(rows: readonly T[], pick: ((row: T) => unknown)[]): unknown[][] {
@@ -304,13 +310,20 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): StoreWriter
       );
       for (const e of rows) heads.set(e.room, Math.max(heads.get(e.room) ?? 0, e.seq));
     },
-    addAgent: async (room, agent, seq) =>
-      (await run(
+    // An agent who posted in the room before has its row for good (until the room goes): only its
+    // first post in the room, as this instance knows it, costs a statement.
+    async addAgent(room, agent, seq) {
+      const key = `${room}\n${agent}`;
+      if (state.knownAgents.has(key)) return false;
+      const added = (await run(
         `INSERT INTO room_agents (room, agent_id, first_seq) VALUES ($1, $2, $3)
          ON CONFLICT (room, agent_id) DO UPDATE SET first_seq = excluded.first_seq WHERE room_agents.first_seq = 0`,
         [room, agent, seq],
         "add_agent",
-      )) === 1,
+      )) === 1;
+      state.agents.push(key);
+      return added;
+    },
     useNonce: async (room, pubkey, nonce, seq) =>
       (await run(`INSERT INTO signature_nonces (room, pubkey_hex, nonce, seq) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, [room, pubkey, nonce, seq], "use_nonce")) === 1,
     pinAgentKey: async (room, agentId, pubkeyHex) =>
@@ -482,12 +495,14 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): StoreWriter
       }
       const name = `sp${++savepoints}`;
       pending = name;
+      const agents = state.agents.length;
       try {
         const value = await fn();
         if (open === name) await raw.query(`RELEASE SAVEPOINT ${name}`);
         return value;
       } catch (err) {
         if (open === name) await raw.query(`ROLLBACK TO SAVEPOINT ${name}`);
+        state.agents.length = agents;
         heads.clear();
         for (const [room, seq] of before) heads.set(room, seq); // its appends were rolled back
         throw err;
@@ -516,6 +531,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   pool.on("error", () => {});
   await migrateOnce(pool);
   const commitListeners: ((heads: ReadonlyMap<string, number>) => void)[] = [];
+  const knownAgents = new Set<string>();
   // Reads outside a transaction take any pooled connection; a lost database answers 503.
   const pooled = { query: (config: pg.QueryConfig) => guarded(() => pool.query(config)) } as unknown as Queryable;
   const reader = readerOn(pooled);
@@ -531,7 +547,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
         // Row locks in one fixed order: two instances' batches over the same rooms cannot deadlock.
         await client.query(`SELECT 1 FROM rooms WHERE uuid = ANY($1::text[]) ORDER BY uuid FOR UPDATE`, [[...new Set(lockRooms)].sort()]);
       }
-      state = { optimistic: options.optimistic === true };
+      state = { optimistic: options.optimistic === true, knownAgents, agents: [] };
       const value = await fn(writerOn(client, heads, state));
       // A statement failed outside any savepoint: PostgreSQL has aborted the transaction.
       if (state.aborted !== undefined) throw state.aborted;
@@ -541,6 +557,8 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
         await client.query(`SELECT pg_notify($1, $2)`, [NOTIFY_CHANNEL, JSON.stringify(announced.slice(i, i + NOTIFY_CHUNK))]);
       }
       await client.query("COMMIT");
+      if (knownAgents.size + state.agents.length > KNOWN_AGENTS_MAX) knownAgents.clear();
+      for (const key of state.agents) knownAgents.add(key);
       if (heads.size > 0) for (const listener of commitListeners) listener(heads);
       return value;
     } catch (err) {

@@ -76,4 +76,16 @@ describe("group commit", () => {
     assert.equal(transactions, 1);
     assert.deepEqual(await texts(room), ["one", "two"]);
   });
+
+  test("an agent's first post rolled back leaves it unknown: its next post counts it, and later ones do not again", async () => {
+    const room = (await f.api.room()).uuid;
+    const agents = async () => (await f.api.get(`/api/rooms/${room}`)).body.agent_count as number;
+    const first = await Promise.allSettled([post(room, "ann", "kept"), post(room, "bob", "rolled back", "after")]);
+    assert.deepEqual(first.map((r) => r.status), ["fulfilled", "rejected"]);
+    assert.equal(await agents(), 1);
+    for (let i = 0; i < 3; i++) await Promise.all([post(room, "bob", `bob ${i}`), post(room, "ann", `ann ${i}`)]);
+    assert.equal(await agents(), 2);
+    await post(room, "cy", "new");
+    assert.equal(await agents(), 3);
+  });
 });
