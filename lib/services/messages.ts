@@ -10,7 +10,7 @@ import type { RoomRow } from "../store/types";
 import { isoNow, type Caller, type Services } from "./context";
 import { appendEvent, queuedWrite, type Receipt, type Tx } from "./events";
 import { parseRoomId, requireOpenRoom, requireRoom, requireTurnToPost } from "./access";
-import { checkAgentSignature, type SignatureInput } from "./signatures";
+import { checkAgentSignature, preverify, type SignatureInput } from "./signatures";
 import { guardPost } from "./loop-guard";
 
 function signatureOf(input: PostMessageInput): SignatureInput | undefined {
@@ -41,6 +41,8 @@ export async function postMessage(svc: Services, caller: Caller, rawRoomId: stri
   if (input.reply_to != null) payload.reply_to = input.reply_to;
   if (input.memory_root != null) payload.memory_root = input.memory_root;
 
+  const signature = signatureOf(input);
+  const verified = await preverify({ room: id, type: "message.posted", actor: input.agent_id, payload, signature });
   const posted = await queuedWrite(svc, id, async (tx) => {
     const room = await requireOpenRoom(svc, id, tx);
     if (room.mode === "turns") await requireTurnToPost(svc, tx, room, input.agent_id);
@@ -50,7 +52,7 @@ export async function postMessage(svc: Services, caller: Caller, rawRoomId: stri
     // The loop guard (open rooms): a refusal is returned so that its alert commits, then thrown.
     const guard = await guardPost(svc, tx, room, input.agent_id);
     if (guard.refusal) return guard.refusal;
-    const sig = await checkAgentSignature(svc, tx, { room: room.uuid, type: "message.posted", actor: input.agent_id, payload, seq: room.headSize + 1, signature: signatureOf(input) });
+    const sig = await checkAgentSignature(svc, tx, { room: room.uuid, type: "message.posted", actor: input.agent_id, payload, seq: room.headSize + 1, signature, verified });
     const { message, appended } = await appendMessage(svc, tx, room, input.agent_id, payload, sig);
     await guard.posted();
     return { ...message, receipt: appended.receipt };

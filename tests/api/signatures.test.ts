@@ -97,6 +97,24 @@ const legacy = (seed: Uint8Array, room: string, text: string, opts: { ts_iso?: s
 
 const headSize = async (room: string) => (await f.api.get(`/api/rooms/${room}`)).body.head.size as number;
 
+test("a v1 signature made for one room is refused in another, or under another name, and writes nothing", async () => {
+  const [a, b] = [(await f.api.room()).uuid, (await f.api.room()).uuid];
+  const seed = newKey();
+  const sig = signV1(seed, a, "eve", { text: "for room a" });
+  const head = async (room: string) => (await f.api.get(`/api/rooms/${room}`)).body.head.size as number;
+  const before = await head(b);
+  const elsewhere = await f.api.say(b, "eve", "for room a", { sig });
+  assert.equal(elsewhere.status, 400);
+  assert.equal(elsewhere.body.code, "bad_signature");
+  const otherName = await f.api.say(a, "mallory", "for room a", { sig });
+  assert.equal(otherName.body.code, "bad_signature");
+  assert.equal(await head(b), before);
+  // The same signature where it was made for: stored as signed.
+  const ok = await f.api.say(a, "eve", "for room a", { sig });
+  assert.equal(ok.status, 201);
+  assert.equal(ok.body.auth, "signed");
+});
+
 test("legacy signatures (compat) are accepted with the exact ts_iso kept, and a repeat is a replay", async () => {
   const room = (await f.api.room()).uuid;
   const seed = newKey();
