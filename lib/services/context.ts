@@ -24,7 +24,7 @@ export interface Services {
   /** Host part of checkpoint origins. */
   originHost: string;
   /** Writes waiting for the next group commit (lib/services/events.ts). */
-  writeQueue?: unknown[];
+  writeQueue?: unknown;
   /** Derived per-room state, keyed by the room head it was built from. */
   caches: Caches;
   /** The room rows the read paths use, kept true by the notifier (lib/services/cache.ts). */

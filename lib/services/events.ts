@@ -198,21 +198,53 @@ interface QueuedWrite {
  * order (so caps and chains hold exactly as with one transaction each), a failing write rolls back
  * only itself, and the batch pays for one commit instead of one per write. The batch locks all
  * its rooms up front, in one order, so two instances' batches cannot deadlock.
+ *
+ * A room has one batch committing at a time: its writes that arrive meanwhile wait for the next
+ * batch (PostgreSQL commits take round trips; SQLite's commit within the turn, so there nothing
+ * ever waits). Small batches queued behind one another on the room's row lock would each pay a
+ * transaction and a signed checkpoint; the next batch gathers them all.
  */
 export function queuedWrite<T>(svc: Services, room: string, fn: (tx: Tx) => Promise<T>): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    let queue = svc.writeQueue;
-    if (!queue) {
-      svc.writeQueue = queue = [];
-      setImmediate(() => void flushQueue(svc));
-    }
-    queue.push({ room, fn: fn as (tx: Tx) => Promise<unknown>, resolve: resolve as (value: unknown) => void, reject });
+    const queue = (svc.writeQueue ??= { waiting: [], committing: new Set(), scheduled: false }) as WriteQueue;
+    queue.waiting.push({ room, fn: fn as (tx: Tx) => Promise<unknown>, resolve: resolve as (value: unknown) => void, reject });
+    scheduleFlush(svc, queue);
   });
 }
 
-async function flushQueue(svc: Services): Promise<void> {
-  const queue = (svc.writeQueue ?? []) as QueuedWrite[];
-  svc.writeQueue = undefined;
+interface WriteQueue {
+  waiting: QueuedWrite[];
+  /** Rooms whose batch is committing. */
+  committing: Set<string>;
+  scheduled: boolean;
+}
+
+function scheduleFlush(svc: Services, queue: WriteQueue): void {
+  if (queue.scheduled) return;
+  queue.scheduled = true;
+  setImmediate(() => {
+    queue.scheduled = false;
+    void flushQueue(svc, queue);
+  });
+}
+
+async function flushQueue(svc: Services, queue: WriteQueue): Promise<void> {
+  const items: QueuedWrite[] = [];
+  const later: QueuedWrite[] = [];
+  for (const item of queue.waiting) (queue.committing.has(item.room) ? later : items).push(item);
+  queue.waiting = later;
+  if (items.length === 0) return;
+  const rooms = new Set(items.map((q) => q.room));
+  for (const room of rooms) queue.committing.add(room);
+  try {
+    await commitBatch(svc, items);
+  } finally {
+    for (const room of rooms) queue.committing.delete(room);
+    if (queue.waiting.length > 0) scheduleFlush(svc, queue);
+  }
+}
+
+async function commitBatch(svc: Services, queue: QueuedWrite[]): Promise<void> {
   let outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
   const batch = (options: WriteOptions) =>
     write(
