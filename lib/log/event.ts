@@ -44,13 +44,16 @@ const EVENT_KEYS = ['actor', 'payload', 'prev', 'room', 'seq', 'server', 'sig', 
 const UNSIGNED_EVENT_KEYS = EVENT_KEYS.filter((k) => k !== 'sig');
 
 /**
- * The keys to write for `e` when it is a plain object whose own enumerable keys are all event
- * keys (the JCS order is then known, no sort), else null (anything else goes the general way, so
- * an extra or inherited member is hashed, or refused, exactly as canonicalize would).
+ * The keys to write for `e` when it is a plain object whose own enumerable keys are exactly the
+ * nine event keys, with or without `sig` (the JCS order is then known, no sort), else null:
+ * anything else goes the general way, so a member that is extra, missing, inherited or not
+ * enumerable is hashed, left out or refused exactly as canonicalize would.
  */
 function eventKeys(e: unknown): readonly string[] | null {
   if (typeof e !== 'object' || e === null || Array.isArray(e) || !isPlainObject(e)) return null;
   let signed = false;
+  let required = 0;
+  // for-in yields enumerable keys only; hasOwn keeps them to Object.keys's.
   for (const k in e) {
     if (!Object.hasOwn(e, k)) return null;
     switch (k) {
@@ -58,11 +61,13 @@ function eventKeys(e: unknown): readonly string[] | null {
         signed = true;
         break;
       case 'actor': case 'payload': case 'prev': case 'room': case 'seq': case 'server': case 'ts': case 'type': case 'v':
+        required++;
         break;
       default:
         return null;
     }
   }
+  if (required !== UNSIGNED_EVENT_KEYS.length) return null;
   return signed ? EVENT_KEYS : UNSIGNED_EVENT_KEYS;
 }
 

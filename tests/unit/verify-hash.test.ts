@@ -65,6 +65,18 @@ describe("an event's leaf hash without the key sort", () => {
     Object.assign(inheriting, base);
     assert.throws(() => eventLeafHash(inheriting as LogEvent), /plain objects/, "as canonicalize refuses it");
     assert.throws(() => canonicalize(inheriting), /plain objects/);
+    // A member the general way leaves out (not enumerable, or only inherited) is left out here too.
+    const hidden = { ...base } as Record<string, unknown>;
+    Object.defineProperty(hidden, "actor", { value: "mallory", enumerable: false });
+    const { actor: _actor, ...withoutActor } = base;
+    assert.equal(bytesToHex(eventLeafHash(hidden as LogEvent)), definedLeaf(withoutActor));
+    assert.equal(definedLeaf(hidden), definedLeaf(withoutActor));
+    const hiddenSig = { ...base } as Record<string, unknown>;
+    Object.defineProperty(hiddenSig, "sig", { value: sig, enumerable: false });
+    assert.equal(bytesToHex(eventLeafHash(hiddenSig as LogEvent)), definedLeaf(base));
+    const nullProtoParent = Object.assign(Object.create(null) as Record<string, unknown>, { actor: "inherited" });
+    const child = Object.assign(Object.create(nullProtoParent) as Record<string, unknown>, withoutActor);
+    assert.throws(() => eventLeafHash(child as LogEvent), /plain objects/, "an object over another prototype is refused, as canonicalize does");
     class Shaped {
       v = 1;
     }
