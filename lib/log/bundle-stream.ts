@@ -48,6 +48,8 @@ class ByteReader {
   scanned = 0;
   /** No cut parsed in the unread bytes as they are (eachItem scans them); a read clears it. */
   noCut = false;
+  /** A `},{` here or past it did not parse (parseToCut tries only before it); a read clears it. */
+  cutCeiling = Infinity;
   private depth = 0;
   private inString = false;
 
@@ -75,6 +77,7 @@ class ByteReader {
       this.buf.set(value, this.end); // copied: the source may reuse its chunk
       this.end += value.length;
       this.noCut = false;
+      this.cutCeiling = Infinity;
       return true;
     }
     return false;
@@ -213,12 +216,14 @@ function lastCut(buf: Uint8Array, after: number, before: number): number {
  * string leaves the string open, one inside a nested value leaves a bracket open, one past the
  * end of the list leaves a "]" unmatched, and the parse fails. So the bytes before the cut need no
  * scan of ours. Tried at the buffer's last `},{`, then at the last one before its middle (the list
- * may end in the buffer); a buffer where neither parses is left to the scan (r.noCut) until the
- * next read, so a failed try costs at most two parses per chunk.
+ * may end in the buffer). Until the next read, no `},{` at or past one that did not parse is tried
+ * again (r.cutCeiling: the text up to it stays unparsable), and a buffer where both tries fail is
+ * left to the scan (r.noCut); so a failed parse is rare (a `},{` inside the string of the last
+ * items) and always followed by a successful one or the scan.
  */
 function parseToCut(r: ByteReader, from: number, after: number, item: (value: unknown) => void): number {
   const buf = r.buf;
-  let cut = lastCut(buf, after, r.end - 1);
+  let cut = lastCut(buf, after, Math.min(r.end - 1, r.cutCeiling));
   for (let tries = 0; cut >= 0 && tries < 2; tries++) {
     let items: unknown[] | null;
     try {
@@ -230,6 +235,7 @@ function parseToCut(r: ByteReader, from: number, after: number, item: (value: un
       for (const x of items) item(x);
       return cut;
     }
+    r.cutCeiling = cut;
     cut = lastCut(buf, after, Math.min(cut, after + Math.floor((r.end - after) / 2)));
   }
   r.noCut = true;
