@@ -45,7 +45,11 @@ class ByteReader {
   private eof = false;
   private readonly it: AsyncIterator<Uint8Array>;
   // The scan of the value at `start` so far, kept when the buffer ran out in the middle of it.
-  private scanned = 0;
+  scanned = 0;
+  /** No cut parsed in the unread bytes as they are (eachItem scans them); a read clears it. */
+  noCut = false;
+  /** A `},{` here or past it did not parse (parseToCut tries only before it); a read clears it. */
+  cutCeiling = Infinity;
   private depth = 0;
   private inString = false;
 
@@ -72,6 +76,8 @@ class ByteReader {
       this.end = live;
       this.buf.set(value, this.end); // copied: the source may reuse its chunk
       this.end += value.length;
+      this.noCut = false;
+      this.cutCeiling = Infinity;
       return true;
     }
     return false;
@@ -189,9 +195,58 @@ function parse(bytes: Uint8Array, prefix = "", suffix = ""): unknown {
   }
 }
 
+/** Unread buffers shorter than this are scanned item by item: a cut (below) would save little. */
+const CUT_MIN = 4096;
+
+/** The last `},{` in buf[after + 1, before): the index of its comma, or -1. */
+function lastCut(buf: Uint8Array, after: number, before: number): number {
+  for (let i = before - 1; i > after; ) {
+    const open = buf.lastIndexOf(OPEN_BRACE, i);
+    if (open - 1 <= after) return -1;
+    if (buf[open - 1] === COMMA && buf[open - 2] === CLOSE_BRACE) return open - 1;
+    i = open - 1;
+  }
+  return -1;
+}
+
+/**
+ * Parses the items from `from` up to a `},{` after `after` in the buffer, when that is where one
+ * item ends and the next begins, and hands them to `item`; returns the comma's index, or -1. JSON.parse
+ * of "[" + text + "]" succeeds exactly when the text is a list of whole values: a `},{` inside a
+ * string leaves the string open, one inside a nested value leaves a bracket open, one past the
+ * end of the list leaves a "]" unmatched, and the parse fails. So the bytes before the cut need no
+ * scan of ours. Tried at the buffer's last `},{`, then at the last one before its middle (the list
+ * may end in the buffer). Until the next read, no `},{` at or past one that did not parse is tried
+ * again (r.cutCeiling: the text up to it stays unparsable), and a buffer where both tries fail is
+ * left to the scan (r.noCut); so a failed parse is rare (a `},{` inside the string of the last
+ * items) and always followed by a successful one or the scan.
+ */
+function parseToCut(r: ByteReader, from: number, after: number, item: (value: unknown) => void): number {
+  const buf = r.buf;
+  let cut = lastCut(buf, after, Math.min(r.end - 1, r.cutCeiling));
+  for (let tries = 0; cut >= 0 && tries < 2; tries++) {
+    let items: unknown[] | null;
+    try {
+      items = parse(buf.subarray(from, cut), "[", "]") as unknown[];
+    } catch {
+      items = null; // not an item boundary, or not JSON: the scan says which, as it would have
+    }
+    if (items) {
+      for (const x of items) item(x);
+      return cut;
+    }
+    r.cutCeiling = cut;
+    cut = lastCut(buf, after, Math.min(cut, after + Math.floor((r.end - after) / 2)));
+  }
+  r.noCut = true;
+  return -1;
+}
+
 /**
  * Calls `item` for each element of the JSON array next in the input. The elements already in the
  * buffer are parsed together, as one array: JSON.parse once per chunk read, not once per element.
+ * Where they end is found by a cut at a `},{` that is an item boundary (parseToCut), else by
+ * scanning them (ByteReader.scanValue).
  */
 async function eachItem(r: ByteReader, what: string, item: (value: unknown) => void): Promise<void> {
   if ((await r.next()) !== OPEN_BRACKET) throw new BundleFormatError(`${what} is not a list`, false);
@@ -218,6 +273,16 @@ async function eachItem(r: ByteReader, what: string, item: (value: unknown) => v
         separator = false;
       }
       if (from < 0) from = r.start;
+      if (!r.noCut && r.scanned === 0 && r.end - r.start >= CUT_MIN && r.peek() === OPEN_BRACE) {
+        const cut = parseToCut(r, from, r.start, item);
+        if (cut >= 0) {
+          // Every item up to the cut is handed over, those scanned before it included.
+          r.start = cut;
+          from = to = -1;
+          separator = true;
+          continue;
+        }
+      }
       const e = r.scanValue();
       if (e < 0) break;
       r.start = to = e;

@@ -1,7 +1,7 @@
 // The event record of SPEC §4.1 and the byte strings agents sign (§4.4).
-import { canonicalize } from './jcs';
+import { canonicalize, isPlainObject } from './jcs';
 import { bytesToHex, utf8 } from './bytes';
-import { leafHashOfCanonical } from './merkle';
+import { leafHashOfCanonical, leafHashOfKnownObject } from './merkle';
 
 export type EventSig =
   | {
@@ -39,9 +39,42 @@ export function eventCanonical(e: LogEvent): string {
   return canonicalize(e);
 }
 
+/** An event's keys in JCS order (UTF-16 code units), with and without `sig`. */
+const EVENT_KEYS = ['actor', 'payload', 'prev', 'room', 'seq', 'server', 'sig', 'ts', 'type', 'v'] as const;
+const UNSIGNED_EVENT_KEYS = EVENT_KEYS.filter((k) => k !== 'sig');
+
+/**
+ * The keys to write for `e` when it is a plain object whose own enumerable keys are exactly the
+ * nine event keys, with or without `sig` (the JCS order is then known, no sort), else null:
+ * anything else goes the general way, so a member that is extra, missing, inherited or not
+ * enumerable is hashed, left out or refused exactly as canonicalize would.
+ */
+function eventKeys(e: unknown): readonly string[] | null {
+  if (typeof e !== 'object' || e === null || Array.isArray(e) || !isPlainObject(e)) return null;
+  let signed = false;
+  let required = 0;
+  // for-in yields enumerable keys only; hasOwn keeps them to Object.keys's.
+  for (const k in e) {
+    if (!Object.hasOwn(e, k)) return null;
+    switch (k) {
+      case 'sig':
+        signed = true;
+        break;
+      case 'actor': case 'payload': case 'prev': case 'room': case 'seq': case 'server': case 'ts': case 'type': case 'v':
+        required++;
+        break;
+      default:
+        return null;
+    }
+  }
+  if (required !== UNSIGNED_EVENT_KEYS.length) return null;
+  return signed ? EVENT_KEYS : UNSIGNED_EVENT_KEYS;
+}
+
 /** SHA-256(0x00 ‖ the JCS bytes of the event), written straight into the hash input. */
 export function eventLeafHash(e: LogEvent): Uint8Array {
-  return leafHashOfCanonical(e);
+  const keys = eventKeys(e);
+  return keys ? leafHashOfKnownObject(e as unknown as Record<string, unknown>, keys) : leafHashOfCanonical(e);
 }
 
 /** The string an agent signs for an ed25519-jcs-v1 signature (SPEC §4.4). */

@@ -121,11 +121,20 @@ export function canonicalBytes(value: unknown): Uint8Array {
 // to escape, nearly all of an event, is copied a char code at a time.
 
 const encoder = new TextEncoder();
+/** Nesting depth up to which ByteWriter's cycle check keeps the open objects in an array. */
+const STACK_ARRAY = 16;
 
 export class ByteWriter {
   buf: Uint8Array;
   pos: number;
-  private readonly stack = new Set<object>();
+  /**
+   * The objects being written, outermost first, for the cycle check: the first STACK_ARRAY in an
+   * array (a few identity compares; a Set would give every object an identity hash first), any
+   * deeper ones in a Set, so a deeply nested value costs O(depth), not O(depth²).
+   */
+  private readonly path: object[] = [];
+  private readonly deep = new Set<object>();
+  private depth = 0;
 
   constructor(capacity = 1024, start = 0) {
     this.buf = new Uint8Array(Math.max(capacity, start + 16));
@@ -135,7 +144,22 @@ export class ByteWriter {
   /** Starts over (keeping the buffer) with `start` bytes left in front, e.g. a hash prefix. */
   reset(start = 0): void {
     this.pos = start;
-    this.stack.clear();
+    this.path.length = 0;
+    this.deep.clear();
+    this.depth = 0;
+  }
+
+  private enter(o: object): void {
+    if (this.path.includes(o) || (this.deep.size > 0 && this.deep.has(o))) throw new Error('jcs: cyclic structure');
+    if (this.depth < STACK_ARRAY) this.path.push(o);
+    else this.deep.add(o);
+    this.depth++;
+  }
+
+  private leave(o: object): void {
+    this.depth--;
+    if (this.depth < STACK_ARRAY) this.path.pop();
+    else this.deep.delete(o);
   }
 
   private room(n: number): void {
@@ -196,8 +220,7 @@ export class ByteWriter {
         throw new Error(`jcs: cannot serialise a ${typeof v}`);
     }
     const o = v as object;
-    if (this.stack.has(o)) throw new Error('jcs: cyclic structure');
-    this.stack.add(o);
+    this.enter(o);
     if (Array.isArray(o)) {
       this.byte(0x5b);
       for (let i = 0; i < o.length; i++) {
@@ -208,22 +231,38 @@ export class ByteWriter {
       }
       this.byte(0x5d);
     } else if (isPlainObject(o)) {
-      this.byte(0x7b);
-      let first = true;
-      for (const k of sortedKeys(o)) {
-        const item = o[k];
-        if (item === undefined) continue;
-        if (!first) this.byte(0x2c);
-        first = false;
-        this.string(k);
-        this.byte(0x3a);
-        this.value(item);
-      }
-      this.byte(0x7d);
+      this.members(o, sortedKeys(o));
     } else {
       throw new Error('jcs: only plain objects and arrays can be serialised');
     }
-    this.stack.delete(o);
+    this.leave(o);
+  }
+
+  /** `{…}` of the members of `o` named in `keys` (sorted by UTF-16 code units), undefined ones left out. */
+  private members(o: Record<string, unknown>, keys: readonly string[]): void {
+    this.byte(0x7b);
+    let first = true;
+    for (const k of keys) {
+      const item = o[k];
+      if (item === undefined) continue;
+      if (!first) this.byte(0x2c);
+      first = false;
+      this.string(k);
+      this.byte(0x3a);
+      this.value(item);
+    }
+    this.byte(0x7d);
+  }
+
+  /**
+   * The JCS bytes of a plain object whose own keys the caller knows to be among `keys` (sorted by
+   * UTF-16 code units), as value(o) writes them, without listing and sorting its keys: an event's
+   * ten keys, for each of a room's events. The caller checks the shape (hasOnlyKeys).
+   */
+  knownObject(o: Record<string, unknown>, keys: readonly string[]): void {
+    this.enter(o);
+    this.members(o, keys);
+    this.leave(o);
   }
 }
 

@@ -41,6 +41,14 @@ export function leafHashOfCanonical(value: unknown): Uint8Array {
   return sha256(canonicalLeaf.buf.subarray(0, canonicalLeaf.pos));
 }
 
+/** leafHashOfCanonical(o) for a plain object whose own keys are all in `keys` (sorted; ByteWriter.knownObject). */
+export function leafHashOfKnownObject(o: Record<string, unknown>, keys: readonly string[]): Uint8Array {
+  canonicalLeaf.reset(1);
+  canonicalLeaf.knownObject(o, keys);
+  canonicalLeaf.buf[0] = 0x00;
+  return sha256(canonicalLeaf.buf.subarray(0, canonicalLeaf.pos));
+}
+
 /**
  * SHA-256(0x01 ‖ left ‖ right). Always the plain-JS SHA-256 (sha256Into): on 65 bytes it is faster
  * than the call into node:crypto, and it writes no intermediate buffer.

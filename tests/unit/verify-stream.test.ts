@@ -319,3 +319,84 @@ describe("verifyBundleStream", () => {
     }
   });
 });
+
+describe("verifyBundleStream: lists cut at `},{` (parseToCut)", () => {
+  // Texts that put `},{` (and its look-alikes) inside strings, so a cut there must not parse.
+  const TRICKY = ['},{', '"},{"', '\\"},{\\"', '}, {', '}]},{[{', '{"v":1}', '],[', '\\', '"', '},{"seq":1}'];
+  function trickyBundle(n: number): RoomBundle {
+    const b = bundle(n);
+    const rnd = seeded(11);
+    for (const e of b.events.slice(1)) {
+      if (e.sig) continue; // a signed text must stay as signed
+      const p = e.payload as { text: string };
+      p.text = Array.from({ length: 1 + Math.floor(rnd() * 6) }, () => TRICKY[Math.floor(rnd() * TRICKY.length)]!).join(rnd() < 0.5 ? "" : " ");
+    }
+    // A value nested in an item with `},{` outside any string.
+    (b.events[7]!.payload as Record<string, unknown>).extra = [{ a: 1 }, { b: [{ c: 2 }, { d: 3 }] }];
+    return b;
+  }
+  /** The bundle again with every hash, checkpoint and projection made to fit its (edited) events. */
+  function resealed(b: RoomBundle): RoomBundle {
+    const tree = new MerkleTree();
+    let prev = "0".repeat(64);
+    const checkpoints: string[] = [];
+    for (const e of b.events) {
+      e.prev = prev;
+      const leaf = eventLeafHash(e);
+      tree.append(leaf);
+      prev = bytesToHex(leaf);
+      if (e.seq % 3 === 0 || e.seq === b.events.length) checkpoints.push(signCheckpoint({ origin, size: e.seq, root: tree.root(), keyName: serverKey.keyName, pubkey: serverKey.pubkey, sign: serverKey.sign }));
+    }
+    b.checkpoints = checkpoints;
+    try {
+      b.projections = replay(b.events, b.events.map((e) => bytesToHex(eventLeafHash(e))));
+    } catch {
+      delete b.projections;
+    }
+    return b;
+  }
+
+  test("the same report as verifyBundle when strings and nested values hold `},{`, whatever the chunks", async () => {
+    const b = resealed(trickyBundle(300));
+    const text = JSON.stringify(b);
+    assert.ok(text.length > 40_000);
+    const want = await verifyBundle(b, { verify: ed25519Verify });
+    assert.ok(text.includes('[{"a":1},{"b":[{"c":2},{"d":3}]}]'), "a `},{` outside strings, inside an item");
+    assert.ok(text.split("},{").length > 2 * b.events.length, "and many inside strings");
+    for (const size of [4096, 4097, 5003, 8192, 65_536, text.length]) assert.deepEqual(await streamed(text, size), want, `chunks of ${size}`);
+    const spaced = JSON.stringify(b, null, 1);
+    assert.deepEqual(await streamed(spaced, 8192), want, "pretty-printed: no cut, scanned");
+  });
+
+  test("an honest bundle with tricky texts is CLEAN, streamed in large chunks", async () => {
+    const b = trickyBundle(300);
+    delete (b.events[7]!.payload as Record<string, unknown>).extra;
+    resealed(b);
+    const text = JSON.stringify(b);
+    const want = await verifyBundle(b, { verify: ed25519Verify });
+    assert.equal(want.verdict, "CLEAN", want.explanation);
+    for (const size of [4096, 6000, 1 << 20]) assert.deepEqual(await streamed(text, size), want, `chunks of ${size}`);
+  });
+
+  test("what is not a bundle is refused in large chunks too, as in small ones", async () => {
+    const b = bundle(200);
+    const text = JSON.stringify(b);
+    const mid = text.indexOf('},{"v":1', text.length / 4);
+    const bad: [string, string, boolean][] = [
+      ["a broken item deep in the list", text.replace('"seq":150,', '"seq":150,,'), true],
+      ["garbage between two items", `${text.slice(0, mid + 1)} x ${text.slice(mid + 1)}`, true],
+      ["a missing comma between two items", `${text.slice(0, mid + 1)}${text.slice(mid + 2)}`, true],
+      ["an extra comma between two items", `${text.slice(0, mid + 1)},${text.slice(mid + 1)}`, true],
+      ["cut short in the list", text.slice(0, text.length / 3), true],
+      ["the list closed early", `${text.slice(0, mid + 1)}]}`, false],
+      ["the list closed early, then text", `${text.slice(0, mid + 1)}]} x`, true],
+      ["a key twice after the list", text.replace('"checkpoints"', '"events":[],"checkpoints"'), false],
+    ];
+    for (const [name, input, syntax] of bad) {
+      for (const size of [4096, 10_000, input.length]) {
+        await assert.rejects(streamed(input, size), (err: unknown) => err instanceof BundleFormatError && err.syntax === syntax, `${name}, chunks of ${size}`);
+        await assert.rejects(streamed(input, 50), (err: unknown) => err instanceof BundleFormatError && err.syntax === syntax, `${name}, small chunks`);
+      }
+    }
+  });
+});
