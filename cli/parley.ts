@@ -9,10 +9,6 @@ import { ed25519VerifyAsync } from "../lib/services/server-key";
 import { BUNDLE_FORMAT, type VerifyReport } from "../lib/log/verify";
 import { BundleFormatError, verifyBundleStream } from "../lib/log/bundle-stream";
 import { parseRoomId } from "../lib/services/access";
-import { installNodeSha256 } from "../lib/log/node-sha256";
-
-// node:crypto's one-shot SHA-256 for every leaf (after server-key.ts, imported above).
-installNodeSha256();
 
 const EXIT = { CLEAN: 0, REFUTED: 1, INCONCLUSIVE: 2, USAGE: 3 } as const;
 const EXIT_CODES = "exit codes: 0 CLEAN, 1 REFUTED, 2 INCONCLUSIVE, 3 usage or input error (a file that cannot be read, a room that cannot be fetched)";

@@ -1,12 +1,13 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { bytesToHex, useSha256 } from "../log/bytes";
+import { bytesToHex } from "../log/bytes";
+import { installNodeSha256 } from "../log/node-sha256";
 import { keyId } from "../log/checkpoint";
 import { isStrictEd25519Input } from "../log/ed25519";
 
 // The server hashes with node:crypto; lib/log stays browser-safe and uses noble's by default.
-useSha256((data) => new Uint8Array(crypto.createHash("sha256").update(data).digest()));
+installNodeSha256();
 
 const PKCS8_ED25519_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
 

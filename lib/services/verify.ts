@@ -12,11 +12,6 @@ import type { RoomRow, StoreReader } from "../store/types";
 import { ALL, type Services } from "./context";
 import { requireRoom } from "./access";
 import { ed25519VerifyAsync } from "./server-key";
-import { installNodeSha256 } from "../log/node-sha256";
-
-// The server's SHA-256 (every leaf it hashes, at append and here) is node:crypto's one-shot hash;
-// this runs after server-key.ts (imported above), whose createHash it replaces.
-installNodeSha256();
 
 const serverKeyRef = (svc: Services) => ({ key_name: svc.key.keyName, pubkey_hex: svc.key.pubkeyHex });
 

@@ -12,11 +12,8 @@
 import fs from "node:fs";
 import { verifyBundle, type RoomBundle, type VerifyReport } from "../../lib/log/verify";
 import { verifyBundleStream } from "../../lib/log/bundle-stream";
+// server-key.ts installs node:crypto's SHA-256, as it does for the CLI (cli/parley.ts).
 import { ed25519VerifyAsync } from "../../lib/services/server-key";
-import { installNodeSha256 } from "../../lib/log/node-sha256";
-
-// The SHA-256 the CLI installs (cli/parley.ts).
-installNodeSha256();
 
 /** The file a MiB at a time, read synchronously as the CLI does: the thread pool is left to Ed25519. */
 async function* readChunks(path: string): AsyncGenerator<Uint8Array> {
