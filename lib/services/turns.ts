@@ -6,14 +6,14 @@
  * PostgreSQL), so of two concurrent claims the first one makes the lease and the second one finds
  * it (and gets the same token). Reads never write: a turn past its deadline is the timer's to skip.
  */
-import { messageFromRow } from "../store/rows";
+import { messageFromRow, messageToRow } from "../store/rows";
 import crypto from "node:crypto";
 import { ParleyError } from "../errors";
 import type { Message } from "../domain/message";
 import {
-  deadlineOf, healthAlerts, INPUT_MESSAGES_MAX, isOpenTurn, participant, planAfterTurn, planKickoff, planResume,
+  cloneProjection, deadlineOf, healthAlerts, INPUT_MESSAGES_MAX, isOpenTurn, participant, planAfterTurn, planKickoff, planResume,
   publicTurn, resumeRefusal, TERMINAL_TURNS_STATUSES, type Outcome, type Step, type TurnsConfig, type TurnsProjection,
-  type TurnsRoom, type TurnState,
+  turnsTouchedBy, type TurnsRoom, type TurnState,
 } from "../domain/turns";
 import { isExpired } from "../domain/room";
 import { sameAgent } from "../domain/names";
@@ -50,30 +50,60 @@ function leaseToken(svc: Services, room: string, turnId: number, claimSeq: numbe
  * (its room row, or the seq a commit published) uses it at that head only. A head this instance
  * did not write (another instance's commit, a plain post) misses, and the reader reads the store.
  * The entry is shared: readers never change it, writers take a copy.
+ *
+ * It also carries the room's newest messages, as far back as this instance's writes have seen
+ * every append (messages never change): the input of the next turn, without a read.
  */
 interface TurnsAt {
   room: Pick<RoomRow, "uuid" | "headSize" | "status" | "expiresAt">;
   turnsRoom: TurnsRoom;
   current: TurnState | undefined;
+  /** Every message with `from` < seq <= the head, oldest first (at most INPUT_MESSAGES_MAX). */
+  messages?: { from: number; list: Message[] };
 }
 const TURNS_STATE_ROOMS = 10_000;
 const turnsStates = (svc: Services) => svc.caches.of<TurnsAt>("turns-state", TURNS_STATE_ROOMS);
 const turnsStateAt = (svc: Services, room: string, head: number) => turnsStates(svc).peek(room, String(head));
 
-/** The state after a write, for keeping once it has committed (`room`: the row after its appends). */
-function stateAfter(room: RoomRow, proj: TurnsProjection): TurnsAt {
+/** What a write leaves: the state at its last append, the head before its first, the messages it posted. */
+interface WriteLeft {
+  state: TurnsAt;
+  headBefore: number;
+  posted: Message[];
+}
+
+/** `before` and `after`: the room row as the write found it and as its appends left it. */
+function stateAfter(before: RoomRow, after: RoomRow, proj: TurnsProjection, posted: Message[] = []): WriteLeft {
   const turnsRoom = proj.room!;
   const current = turnsRoom.current === null ? undefined : proj.turns.find((t) => t.id === turnsRoom.current);
-  return { room: { uuid: room.uuid, headSize: room.headSize, status: room.status, expiresAt: room.expiresAt }, turnsRoom, current };
+  const room = { uuid: after.uuid, headSize: after.headSize, status: after.status, expiresAt: after.expiresAt };
+  return { state: { room, turnsRoom, current }, headBefore: before.headSize, posted };
+}
+
+/**
+ * Keeps what a committed write left. Its messages are all there is between the head it found and
+ * the head it left; they extend the messages kept at the head it found (a write of this instance
+ * before it), else they start afresh from there.
+ */
+function keepState(svc: Services, { state, headBefore, posted }: WriteLeft): void {
+  const known = turnsStateAt(svc, state.room.uuid, headBefore)?.messages;
+  let from = known ? known.from : headBefore;
+  let list = known ? [...known.list, ...posted] : posted;
+  if (list.length > INPUT_MESSAGES_MAX) {
+    from = list[list.length - INPUT_MESSAGES_MAX - 1]!.id;
+    list = list.slice(-INPUT_MESSAGES_MAX);
+  }
+  turnsStates(svc).set(state.room.uuid, String(state.room.headSize), { ...state, messages: { from, list } });
 }
 
 /**
  * A turns write that keeps the state it leaves once it has committed (not before: a rolled-back
  * write must leave nothing; a group commit may run `fn` twice, the answer is the last run's).
+ * Writes of one group commit resolve in their order, so each finds the one before it kept.
  */
-async function turnsWrite<T>(svc: Services, room: string, queued: boolean, fn: (tx: Tx) => Promise<{ value: T; after?: TurnsAt }>): Promise<T> {
+async function turnsWrite<T>(svc: Services, room: string, queued: boolean, fn: (tx: Tx) => Promise<{ value: T; after?: WriteLeft }>): Promise<T> {
   const { value, after } = queued ? await queuedWrite(svc, room, fn) : await write(svc, [room], fn);
-  if (after) turnsStates(svc).set(room, String(after.room.headSize), after);
+  if (after) keepState(svc, after);
   return value;
 }
 
@@ -91,12 +121,12 @@ async function requireTurn(reader: Pick<StoreReader, "getTurn">, room: RoomRow, 
  * left when the room is still at that head (`room` is read under the room's lock: the truth), else
  * from the store. Copies: the write changes them in place.
  */
-async function loadTurnWrite(svc: Services, tx: Tx, room: RoomRow, rawTurnId: string): Promise<{ proj: TurnsProjection; turn: TurnState }> {
+async function loadTurnWrite(svc: Services, tx: Tx, room: RoomRow, rawTurnId: string): Promise<{ proj: TurnsProjection; turn: TurnState; known?: TurnsAt }> {
   const known = room.mode === "turns" ? turnsStateAt(svc, room.uuid, room.headSize) : undefined;
   const id = parseSeqId(rawTurnId);
   if (known && id !== undefined && known.current?.id === id) {
-    const proj = structuredClone({ room: known.turnsRoom, turns: [known.current] });
-    return { proj, turn: proj.turns[0]! };
+    const proj = cloneProjection({ room: known.turnsRoom, turns: [known.current] });
+    return { proj, turn: proj.turns[0]!, known };
   }
   const turn = await requireTurn(tx, room, rawTurnId);
   return { proj: await loadProjection(tx, room, turn), turn };
@@ -115,11 +145,16 @@ async function loadProjection(reader: StoreReader, room: RoomRow, ...turns: Turn
 
 // ---- writing ----
 
-/** Appends events in order; the projector applies each to `proj` (in place) and writes it. */
+/**
+ * Appends events in order; the projector applies each to `proj` (in place) and writes what it
+ * changed: the turns room and the turns the event touches (a turn it opens joins `proj`).
+ */
 async function appendTurnEvents(svc: Services, tx: Tx, room: RoomRow, proj: TurnsProjection, events: NewEvent[]): Promise<{ room: RoomRow; appended: Appended[] }> {
   const appended: Appended[] = [];
   for (const event of events) {
-    const a = await appendEvent(svc, tx, room, event, { turns: proj });
+    const part: TurnsProjection = { room: proj.room, turns: turnsTouchedBy(event, proj.turns) };
+    const a = await appendEvent(svc, tx, room, event, { turns: part });
+    for (const t of part.turns) if (!proj.turns.includes(t)) proj.turns.push(t);
     appended.push(a);
     room = a.room;
   }
@@ -152,7 +187,7 @@ function settleTurn(svc: Services, uuid: string, turnId: number): Promise<boolea
     if (deadline === null || deadline > tx.now) return { value: false };
     const proj = await loadProjection(tx, room, turn);
     const written = await appendTurnEvents(svc, tx, room, proj, serverEvents(planAfterTurn(proj, turn, { kind: "skip", reason: "timeout" }, tx.now)));
-    return { value: true, after: stateAfter(written.room, proj) };
+    return { value: true, after: stateAfter(room, written.room, proj) };
   });
 }
 
@@ -205,23 +240,16 @@ export async function listTurns(svc: Services, rawRoomId: string) {
 }
 
 /**
- * The newest messages (at most INPUT_MESSAGES_MAX) after the participant's last turn, up to the
- * room's head. The messages between two seqs never change, so the list my_turn handed over is kept
- * (one per room) for the claim that follows at the same head.
+ * The newest messages (at most INPUT_MESSAGES_MAX) after the participant's last turn: from the
+ * messages a write kept with the state (`state.messages`) when they reach back that far, else read.
  */
-async function inputMessages(svc: Services, reader: StoreReader, room: Pick<RoomRow, "uuid" | "headSize">, turnsRoom: TurnsRoom, agentId: string): Promise<Message[]> {
-  const since = participant(turnsRoom, agentId)?.last_turn_seq ?? 0;
-  const lists = svc.caches.of<Message[]>("turns-input", TURNS_STATE_ROOMS);
-  const key = `${since}/${room.headSize}`;
-  const kept = lists.peek(room.uuid, key);
-  if (kept) return kept;
+async function inputMessages(reader: StoreReader, state: Pick<TurnsAt, "room" | "turnsRoom" | "messages">, agentId: string): Promise<Message[]> {
+  const since = participant(state.turnsRoom, agentId)?.last_turn_seq ?? 0;
+  const kept = state.messages;
+  if (kept && since >= kept.from) return kept.list.filter((m) => m.id > since);
   // Usually a few messages are new: read those; only past the limit read the newest instead.
-  const rows = await reader.listMessages(room.uuid, since, INPUT_MESSAGES_MAX + 1);
-  if (rows.length > INPUT_MESSAGES_MAX) return (await reader.tailMessages(room.uuid, INPUT_MESSAGES_MAX)).map(messageFromRow);
-  const messages = rows.map(messageFromRow);
-  // A read past the head (a commit since the head was read) is answered, not kept.
-  if (rows.every((r) => r.seq <= room.headSize)) lists.set(room.uuid, key, messages);
-  return messages;
+  const rows = await reader.listMessages(state.room.uuid, since, INPUT_MESSAGES_MAX + 1);
+  return (rows.length > INPUT_MESSAGES_MAX ? await reader.tailMessages(state.room.uuid, INPUT_MESSAGES_MAX) : rows).map(messageFromRow);
 }
 
 const endedDetail = (t: TurnsRoom) =>
@@ -238,7 +266,8 @@ export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnInpu
   /** The state a wake-up brought (from memory), else read. */
   let woke: TurnsAt | undefined;
   for (;;) {
-    const { room, turnsRoom, current } = woke && !isExpired(woke.room, isoNow(svc)) ? woke : await readTurnsState(svc, rawRoomId);
+    const state = woke && !isExpired(woke.room, isoNow(svc)) ? woke : await readTurnsState(svc, rawRoomId);
+    const { room, turnsRoom, current } = state;
     woke = undefined;
     requireParticipant(turnsRoom, input.agent_id);
     const now = isoNow(svc);
@@ -247,7 +276,7 @@ export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnInpu
     if (mine && mine.available_at <= now) {
       const action = mine.status === "claimed" ? "You hold its lease: reply" : `Claim it (my_turn with claim: true, or POST .../turns/${mine.id}/claim) before ${mine.claim_by}, then reply`;
       const what = mine.phase === "confirm" ? `Confirm turn: ${turnsRoom.proposal?.by ?? "someone"} proposed to finish. Reply result "complete" to confirm or "continue" to reject.` : `Round ${mine.round} of ${turnsRoom.config.max_rounds}.`;
-      return { ...base, turn: publicTurn(mine), input_messages: await inputMessages(svc, svc.store, room, turnsRoom, input.agent_id), detail: `It is your turn (${mine.id}). ${what} ${action}.` };
+      return { ...base, turn: publicTurn(mine), input_messages: await inputMessages(svc.store, state, input.agent_id), detail: `It is your turn (${mine.id}). ${what} ${action}.` };
     }
     if (turnsRoom.status !== "active") return { ...base, turn: null, detail: endedDetail(turnsRoom) };
     const left = until - Date.now();
@@ -347,8 +376,9 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
   // Claims and replies join the posts' group commit: one transaction for what arrives in a turn.
   return turnsWrite(svc, id, true, async (tx) => {
     const room = await requireOpenRoom(svc, id, tx);
-    const { proj, turn } = await loadTurnWrite(svc, tx, room, rawTurnId);
+    const { proj, turn, known } = await loadTurnWrite(svc, tx, room, rawTurnId);
     const turnsRoom = proj.room!;
+    const before = { room, turnsRoom, messages: known?.messages };
     requireParticipant(turnsRoom, input.agent_id);
     if (!sameAgent(turn.agent_id, input.agent_id)) {
       throw new ParleyError("not_your_turn", `Turn ${turn.id} belongs to "${turn.agent_id}". Wait for yours: my_turn over MCP, or GET /api/rooms/${room.uuid}/turns/mine?agent_id=${encodeURIComponent(input.agent_id)}&wait=30.`);
@@ -364,7 +394,7 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
             turn: publicTurn(turn),
             lease_token: leaseToken(svc, room.uuid, turn.id, turn.claim_seq!),
             lease_until: turn.lease_until,
-            input_messages: await inputMessages(svc, tx, room, turnsRoom, input.agent_id),
+            input_messages: await inputMessages(tx, before, input.agent_id),
             receipt: null as Receipt | null,
           },
         };
@@ -385,7 +415,7 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
     const token = leaseToken(svc, room.uuid, turn.id, room.headSize + 1);
     const leaseUntil = txAfter(tx, turnsRoom.config.turn_timeout_s);
     // The messages as they were before the claim (the claim adds none): what my_turn handed over.
-    const messages = await inputMessages(svc, tx, room, turnsRoom, input.agent_id);
+    const messages = await inputMessages(tx, before, input.agent_id);
     const written = await appendTurnEvents(svc, tx, room, proj, [
       { type: "turn.claimed", actor: input.agent_id, payload, server: { lease_until: leaseUntil, lease_hash: hashToken(token) }, sig },
     ]);
@@ -397,7 +427,7 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
         input_messages: messages,
         receipt: written.appended[0]!.receipt as Receipt | null,
       },
-      after: stateAfter(written.room, proj),
+      after: stateAfter(room, written.room, proj),
     };
   });
 }
@@ -430,12 +460,14 @@ export async function replyTurn(svc: Services, caller: Caller, rawRoomId: string
     const { message, appended } = await appendMessage(svc, tx, room, input.agent_id, payload, sig);
     const outcome: Outcome = { kind: "reply", result: input.result, text: input.text, message_id: message.id };
     const written = await appendTurnEvents(svc, tx, appended.room, proj, serverEvents(planAfterTurn(proj, turn, outcome, now)));
-    const after = stateAfter(written.room, proj);
+    // Kept as a read would give it back.
+    const after = stateAfter(room, written.room, proj, [messageFromRow(messageToRow(room.uuid, message))]);
+    const next = after.state.current;
     return {
       value: {
         message_id: message.id,
         turn: publicTurn(proj.turns.find((t) => t.id === turn.id)!),
-        next: after.current ? publicTurn(after.current) : null,
+        next: next ? publicTurn(next) : null,
         room_status: proj.room!.status,
         receipt: appended.receipt,
       },
@@ -466,8 +498,8 @@ export function skipTurn(svc: Services, rawRoomId: string, rawTurnId: string, in
       sig = await signedWrite(svc, tx, room, steps[0]!.type, actor, steps[0]!.payload, input.sig);
     }
     const written = await appendTurnEvents(svc, tx, room, proj, serverEvents(steps, { actor, sig }));
-    const after = stateAfter(written.room, proj);
-    return { value: { ...turnsStateView(after.turnsRoom, after.current), receipt: written.appended[0]!.receipt as Receipt | null }, after };
+    const after = stateAfter(room, written.room, proj);
+    return { value: { ...turnsStateView(after.state.turnsRoom, after.state.current), receipt: written.appended[0]!.receipt as Receipt | null }, after };
   });
 }
 
@@ -484,8 +516,8 @@ function ownerAction(svc: Services, rawRoomId: string, bearer: string | undefine
     }
     const events = act(proj, tx.now);
     const written = await appendTurnEvents(svc, tx, room, proj, events);
-    const after = stateAfter(written.room, proj);
-    return { value: { ...turnsStateView(after.turnsRoom, after.current), receipt: (written.appended[0]?.receipt ?? null) as Receipt | null }, after: events.length ? after : undefined };
+    const after = stateAfter(room, written.room, proj);
+    return { value: { ...turnsStateView(after.state.turnsRoom, after.state.current), receipt: (written.appended[0]?.receipt ?? null) as Receipt | null }, after };
   });
 }
 

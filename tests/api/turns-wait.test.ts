@@ -70,9 +70,20 @@ describe("turns: what wakes a waiting my_turn", () => {
     assert.equal(mine.turn.id, r.body.next.id);
     assert.equal(mine.room_status, "active");
     assert.equal(texts(mine).at(-1), "over to you");
-    // The claim hands over the same messages my_turn did.
+    // The claim hands over the same messages my_turn did, as the room's messages show them.
     const claimed = await f.api.post(`${base(room)}/turns/${mine.turn.id}/claim`, { agent_id: "b" });
     assert.deepEqual(claimed.body.input_messages, mine.input_messages);
+    const page = (await f.api.get(`${base(room)}/messages?since=0`)).body.messages as { id: number }[];
+    assert.deepEqual(mine.input_messages, page, "the kickoff card and a's reply, exactly as read");
+    // a's next turn (handed over from what the writes kept): b's reply, as read.
+    const a = await parkedWait(f, room, "a");
+    const back = await f.api.post(`${base(room)}/turns/${mine.turn.id}/reply`, { agent_id: "b", lease_token: claimed.body.lease_token, text: "back to you, @a", result: "continue" });
+    assert.equal(back.status, 200);
+    const next = (await a.answer).body;
+    const read = (await f.api.get(`${base(room)}/messages?since=${r.body.message_id}`)).body.messages;
+    assert.equal(next.turn.id, back.body.next.id);
+    assert.deepEqual(next.input_messages, read);
+    assert.deepEqual(next.input_messages.map((m: { text: string; mentions: string[] }) => [m.text, m.mentions]), [["back to you, @a", ["a"]]]);
   });
 
   test("a moderator note is read, not mistaken for a turn; the note is in the input of the turn that follows, also after my_turn answered", { timeout: 20_000 }, async () => {
