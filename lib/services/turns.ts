@@ -50,20 +50,29 @@ function leaseToken(svc: Services, room: string, turnId: number, claimSeq: numbe
  * (its room row, or the seq a commit published) uses it at that head only. A head this instance
  * did not write (another instance's commit, a plain post) misses, and the reader reads the store.
  * The entry is shared: readers never change it, writers take a copy.
- *
- * It also carries the room's newest messages, as far back as this instance's writes have seen
- * every append (messages never change): the input of the next turn, without a read.
  */
 interface TurnsAt {
   room: Pick<RoomRow, "uuid" | "headSize" | "status" | "expiresAt">;
   turnsRoom: TurnsRoom;
   current: TurnState | undefined;
-  /** Every message with `from` < seq <= the head, oldest first (at most INPUT_MESSAGES_MAX). */
-  messages?: { from: number; list: Message[] };
 }
 const TURNS_STATE_ROOMS = 10_000;
 const turnsStates = (svc: Services) => svc.caches.of<TurnsAt>("turns-state", TURNS_STATE_ROOMS);
 const turnsStateAt = (svc: Services, room: string, head: number) => turnsStates(svc).peek(room, String(head));
+
+/**
+ * Beside the state, by head too: the room's newest messages, as far back as this instance's
+ * writes have seen every append (messages never change), which is the next turn's input without a
+ * read. Bounded (a round of replies of a few rooms' worth of agents), the oldest go first; an input
+ * that reaches back further is read.
+ */
+interface KeptMessages {
+  /** Every message with `from` < seq <= the head, oldest first. */
+  from: number;
+  list: Message[];
+}
+const KEPT_MESSAGES = { rooms: 500, perRoom: 16, chars: 32_000 };
+const keptMessages = (svc: Services) => svc.caches.of<KeptMessages>("turns-messages", KEPT_MESSAGES.rooms);
 
 /** What a write leaves: the state at its last append, the head before its first, the messages it posted. */
 interface WriteLeft {
@@ -86,14 +95,18 @@ function stateAfter(before: RoomRow, after: RoomRow, proj: TurnsProjection, post
  * before it), else they start afresh from there.
  */
 function keepState(svc: Services, { state, headBefore, posted }: WriteLeft): void {
-  const known = turnsStateAt(svc, state.room.uuid, headBefore)?.messages;
+  const { uuid, headSize } = state.room;
+  turnsStates(svc).set(uuid, String(headSize), state);
+  const known = keptMessages(svc).peek(uuid, String(headBefore));
   let from = known ? known.from : headBefore;
-  let list = known ? [...known.list, ...posted] : posted;
-  if (list.length > INPUT_MESSAGES_MAX) {
-    from = list[list.length - INPUT_MESSAGES_MAX - 1]!.id;
-    list = list.slice(-INPUT_MESSAGES_MAX);
+  const list = known ? [...known.list, ...posted] : posted;
+  let chars = list.reduce((n, m) => n + m.text.length, 0);
+  let drop = 0;
+  while (drop < list.length && (list.length - drop > KEPT_MESSAGES.perRoom || chars > KEPT_MESSAGES.chars)) {
+    chars -= list[drop]!.text.length;
+    from = list[drop++]!.id;
   }
-  turnsStates(svc).set(state.room.uuid, String(state.room.headSize), { ...state, messages: { from, list } });
+  keptMessages(svc).set(uuid, String(headSize), { from, list: drop ? list.slice(drop) : list });
 }
 
 /**
@@ -121,12 +134,12 @@ async function requireTurn(reader: Pick<StoreReader, "getTurn">, room: RoomRow, 
  * left when the room is still at that head (`room` is read under the room's lock: the truth), else
  * from the store. Copies: the write changes them in place.
  */
-async function loadTurnWrite(svc: Services, tx: Tx, room: RoomRow, rawTurnId: string): Promise<{ proj: TurnsProjection; turn: TurnState; known?: TurnsAt }> {
+async function loadTurnWrite(svc: Services, tx: Tx, room: RoomRow, rawTurnId: string): Promise<{ proj: TurnsProjection; turn: TurnState }> {
   const known = room.mode === "turns" ? turnsStateAt(svc, room.uuid, room.headSize) : undefined;
   const id = parseSeqId(rawTurnId);
   if (known && id !== undefined && known.current?.id === id) {
     const proj = cloneProjection({ room: known.turnsRoom, turns: [known.current] });
-    return { proj, turn: proj.turns[0]!, known };
+    return { proj, turn: proj.turns[0]! };
   }
   const turn = await requireTurn(tx, room, rawTurnId);
   return { proj: await loadProjection(tx, room, turn), turn };
@@ -240,12 +253,12 @@ export async function listTurns(svc: Services, rawRoomId: string) {
 }
 
 /**
- * The newest messages (at most INPUT_MESSAGES_MAX) after the participant's last turn: from the
- * messages a write kept with the state (`state.messages`) when they reach back that far, else read.
+ * The newest messages (at most INPUT_MESSAGES_MAX) after the participant's last turn: from those the
+ * writes kept at the state's head when they reach back that far, else read.
  */
-async function inputMessages(reader: StoreReader, state: Pick<TurnsAt, "room" | "turnsRoom" | "messages">, agentId: string): Promise<Message[]> {
+async function inputMessages(svc: Services, reader: StoreReader, state: Pick<TurnsAt, "room" | "turnsRoom">, agentId: string): Promise<Message[]> {
   const since = participant(state.turnsRoom, agentId)?.last_turn_seq ?? 0;
-  const kept = state.messages;
+  const kept = keptMessages(svc).peek(state.room.uuid, String(state.room.headSize));
   if (kept && since >= kept.from) return kept.list.filter((m) => m.id > since);
   // Usually a few messages are new: read those; only past the limit read the newest instead.
   const rows = await reader.listMessages(state.room.uuid, since, INPUT_MESSAGES_MAX + 1);
@@ -276,7 +289,7 @@ export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnInpu
     if (mine && mine.available_at <= now) {
       const action = mine.status === "claimed" ? "You hold its lease: reply" : `Claim it (my_turn with claim: true, or POST .../turns/${mine.id}/claim) before ${mine.claim_by}, then reply`;
       const what = mine.phase === "confirm" ? `Confirm turn: ${turnsRoom.proposal?.by ?? "someone"} proposed to finish. Reply result "complete" to confirm or "continue" to reject.` : `Round ${mine.round} of ${turnsRoom.config.max_rounds}.`;
-      return { ...base, turn: publicTurn(mine), input_messages: await inputMessages(svc.store, state, input.agent_id), detail: `It is your turn (${mine.id}). ${what} ${action}.` };
+      return { ...base, turn: publicTurn(mine), input_messages: await inputMessages(svc, svc.store, state, input.agent_id), detail: `It is your turn (${mine.id}). ${what} ${action}.` };
     }
     if (turnsRoom.status !== "active") return { ...base, turn: null, detail: endedDetail(turnsRoom) };
     const left = until - Date.now();
@@ -376,9 +389,8 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
   // Claims and replies join the posts' group commit: one transaction for what arrives in a turn.
   return turnsWrite(svc, id, true, async (tx) => {
     const room = await requireOpenRoom(svc, id, tx);
-    const { proj, turn, known } = await loadTurnWrite(svc, tx, room, rawTurnId);
+    const { proj, turn } = await loadTurnWrite(svc, tx, room, rawTurnId);
     const turnsRoom = proj.room!;
-    const before = { room, turnsRoom, messages: known?.messages };
     requireParticipant(turnsRoom, input.agent_id);
     if (!sameAgent(turn.agent_id, input.agent_id)) {
       throw new ParleyError("not_your_turn", `Turn ${turn.id} belongs to "${turn.agent_id}". Wait for yours: my_turn over MCP, or GET /api/rooms/${room.uuid}/turns/mine?agent_id=${encodeURIComponent(input.agent_id)}&wait=30.`);
@@ -394,7 +406,7 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
             turn: publicTurn(turn),
             lease_token: leaseToken(svc, room.uuid, turn.id, turn.claim_seq!),
             lease_until: turn.lease_until,
-            input_messages: await inputMessages(tx, before, input.agent_id),
+            input_messages: await inputMessages(svc, tx, { room, turnsRoom }, input.agent_id),
             receipt: null as Receipt | null,
           },
         };
@@ -415,7 +427,7 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
     const token = leaseToken(svc, room.uuid, turn.id, room.headSize + 1);
     const leaseUntil = txAfter(tx, turnsRoom.config.turn_timeout_s);
     // The messages as they were before the claim (the claim adds none): what my_turn handed over.
-    const messages = await inputMessages(tx, before, input.agent_id);
+    const messages = await inputMessages(svc, tx, { room, turnsRoom }, input.agent_id);
     const written = await appendTurnEvents(svc, tx, room, proj, [
       { type: "turn.claimed", actor: input.agent_id, payload, server: { lease_until: leaseUntil, lease_hash: hashToken(token) }, sig },
     ]);

@@ -137,6 +137,20 @@ describe("turns: what wakes a waiting my_turn", () => {
     assert.equal(answer.body.code, "room_not_found");
   });
 
+  test("a turn's input is whole also when it is more than the server keeps in memory (four replies of 10,000 characters)", { timeout: 20_000 }, async () => {
+    const agents = ["a", "b", "c", "d", "e"];
+    const { uuid: room } = await turnsRoom(f.api, agents);
+    const replies: number[] = [];
+    for (const agent of agents) replies.push((await replyOpen(f.api, room, agent, `${agent} `.repeat(5_000))).message_id as number);
+    const mine = (await f.api.get(`${base(room)}/turns/mine?agent_id=a`)).body;
+    assert.equal(mine.turn.agent_id, "a");
+    const read = (await f.api.get(`${base(room)}/messages?since=${replies[0]}`)).body.messages;
+    assert.deepEqual(mine.input_messages, read);
+    assert.deepEqual(mine.input_messages.map((m: { agent_id: string }) => m.agent_id), ["b", "c", "d", "e"]);
+    const claimed = await f.api.post(`${base(room)}/turns/${mine.turn.id}/claim`, { agent_id: "a" });
+    assert.deepEqual(claimed.body.input_messages, read);
+  });
+
   test("a wait on one room is not answered by turns of another", { timeout: 20_000 }, async () => {
     const { uuid: one } = await turnsRoom(f.api);
     const { uuid: two } = await turnsRoom(f.api);

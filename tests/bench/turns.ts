@@ -87,9 +87,12 @@ const turnsRoomBody = (maxRounds: number) => ({ mode: "turns", turns: { particip
 
 const ms = (x: number) => `${x.toFixed(1)} ms`;
 
-/** CPU time (user + system) a process has used so far, in ms (Linux /proc; clock ticks of 10 ms). */
-function cpuMsOf(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+/**
+ * CPU time (user + system) a process has used so far, in ms (Linux /proc; clock ticks of 10 ms);
+ * with `mainThread`, only its main thread's (the JavaScript, without GC helpers and the WAL worker).
+ */
+function cpuMsOf(pid: number, mainThread = false): number {
+  const stat = fs.readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, "utf8");
   // Fields after the command name (which may hold spaces) start at state; utime, stime are 14, 15.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
@@ -213,6 +216,7 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
 
   const startWall = Date.now();
   const serverCpu0 = serverPid === undefined ? 0 : cpuMsOf(serverPid);
+  const serverMain0 = serverPid === undefined ? 0 : cpuMsOf(serverPid, true);
   const clientCpu0 = ownCpuMs();
   const t0 = performance.now();
   const deadline = t0 + DEADLINE_MS;
@@ -264,6 +268,7 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
   await Promise.all(rooms.flatMap((room) => PAIR.map((agent) => agentLoop(room, agent))));
   const wall = (performance.now() - t0) / 1000;
   const serverCpu = serverPid === undefined ? NaN : cpuMsOf(serverPid) - serverCpu0;
+  const serverMain = serverPid === undefined ? NaN : cpuMsOf(serverPid, true) - serverMain0;
   const clientCpu = ownCpuMs() - clientCpu0;
 
   // Every room must have ended as scripted (blocked by max_rounds after ROUNDS × 2 replies), and
@@ -290,9 +295,9 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
   report("  claim / reply request under that load", `p50 ${ms(percentile(requestTimes, 50))}, p99 ${ms(percentile(requestTimes, 99))}`);
   const turns = Math.max(1, latencies.length);
   report(
-    "  CPU per turn: server / this client (requests per turn)",
-    `${(serverCpu / turns).toFixed(2)} ms / ${(clientCpu / turns).toFixed(2)} ms (${(requests / turns).toFixed(2)}); ` +
-      `server ${Math.round(serverCpu / 10 / wall)} % of a core, client ${Math.round(clientCpu / 10 / wall)} %`,
+    "  CPU per turn: server (its main thread) / this client (requests per turn)",
+    `${(serverCpu / turns).toFixed(2)} ms (${(serverMain / turns).toFixed(2)} ms) / ${(clientCpu / turns).toFixed(2)} ms (${(requests / turns).toFixed(2)}); ` +
+      `server ${Math.round(serverCpu / 10 / wall)} % of a core (main thread ${Math.round(serverMain / 10 / wall)} %), client ${Math.round(clientCpu / 10 / wall)} %`,
   );
   report("  rooms ended blocked (max_rounds) / verified CLEAN", `${ended}/${ROOMS} / ${clean}/${ROOMS}`);
   for (const [what, count] of errors) console.log(`    error × ${count}: ${what}`);
