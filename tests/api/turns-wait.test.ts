@@ -26,6 +26,8 @@ async function turnsRoom(a: Api, participants = ["a", "b"]) {
 }
 const currentTurn = async (a: Api, room: string) => (await a.get(`${base(room)}/turns/current`)).body.current as { id: number; agent_id: string };
 const owner = (token: string) => ({ authorization: `Bearer ${token}` });
+/** The room's log and projections (turns included) verify: what the writes stored is what the replay makes. */
+const verdict = async (a: Api, room: string) => (await a.post(`${base(room)}/verify`, {})).body.verdict as string;
 
 /** A GET turns/mine?wait=25 for `agent`, parked on `on` before this resolves; `settled` says whether it has answered. */
 async function parkedWait(on: TestApi, room: string, agent: string) {
@@ -115,6 +117,7 @@ describe("turns: what wakes a waiting my_turn", () => {
       assert.equal(body.room_status, "cancelled");
       assert.match(body.detail, /cancelled/);
     }
+    assert.equal(await verdict(f.api, room), "CLEAN");
   });
 
   test("a room that reaches max_rounds answers the waiting agent with blocked", { timeout: 20_000 }, async () => {
@@ -126,6 +129,7 @@ describe("turns: what wakes a waiting my_turn", () => {
     const body = (await a.answer).body;
     assert.equal(body.turn, null);
     assert.equal(body.room_status, "blocked");
+    assert.equal(await verdict(f.api, room), "CLEAN");
   });
 
   test("deleting the room ends a waiting my_turn with 404 room_not_found", { timeout: 20_000 }, async () => {
