@@ -276,6 +276,15 @@ const endedDetail = (t: TurnsRoom) =>
  */
 export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnInput, signal?: AbortSignal) {
   const until = Date.now() + (input.wait ?? 0) * 1000;
+  const watch = input.wait ? watchTurns(svc, parseRoomId(rawRoomId), input.agent_id) : undefined;
+  try {
+    return await turnFor(svc, rawRoomId, input, until, watch, signal);
+  } finally {
+    watch?.close();
+  }
+}
+
+async function turnFor(svc: Services, rawRoomId: string, input: MyTurnInput, until: number, watch: ReturnType<typeof watchTurns> | undefined, signal?: AbortSignal) {
   /** The state a wake-up brought (from memory), else read. */
   let woke: TurnsAt | undefined;
   for (;;) {
@@ -303,16 +312,20 @@ export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnInpu
       const opensIn = Date.parse(mine.available_at) - svc.clock.now();
       await sleep(Math.min(left, Math.max(opensIn, 10)), signal);
     } else {
-      woke = await waitForTurnChange(svc, room.uuid, room.headSize, input.agent_id, left, signal);
+      woke = await watch?.next(room.headSize, left, signal);
     }
     // The caller went away (or the server is closing): nobody reads the answer.
     if (signal?.aborted) return { room_status: turnsRoom.status, input_messages: [] as Message[], turn: null, detail: "The request was cancelled." };
   }
 }
 
-/** The room row and its turns state: from what a write left at the row's head, else from the store. */
+/**
+ * The room row and its turns state: from what a write left at the row's head, else from the store.
+ * The row is read, not taken from the room-row cache: another instance's commit reaches that cache
+ * with its NOTIFY, and the state at an older head would answer for a turn already opened.
+ */
 async function readTurnsState(svc: Services, rawRoomId: string): Promise<TurnsAt> {
-  const room = await requireRoom(svc, rawRoomId);
+  const room = await requireRoom(svc, rawRoomId, { getRoom: (uuid) => svc.store.getRoom(uuid) });
   const known = room.mode === "turns" ? turnsStateAt(svc, room.uuid, room.headSize) : undefined;
   if (known) return known;
   const { turnsRoom, current } = await stateOf(svc.store, room);
@@ -324,52 +337,56 @@ const answersWait = (state: TurnsAt, agentId: string) =>
   state.turnsRoom.status !== "active" || (state.current !== undefined && isOpenTurn(state.current) && sameAgent(state.current.agent_id, agentId));
 
 /**
- * Waits until the room passes `afterSeq` in a way that matters to `agentId`. A commit whose head
- * this instance wrote (the other agent's claim or reply) is judged from the state that write left:
- * not this agent's turn, and the wait goes on without a read. Any other head (another instance's
- * commit, a plain post, a deletion) ends the wait with undefined, and the caller reads the store;
- * so do the timeout and an abort. Judged on the next turn of the event loop, after the writer has
- * kept its state and after the commit's fan-out to the room's streams (as Notifier.waitFor does).
- * Listens before it reads the head, so a commit between the caller's read and the wait is not missed.
+ * The commits of a room, heard from before my_turn first reads it (so none between that read and a
+ * wait is missed), for waiting until one matters to `agentId`. A head this instance wrote (the
+ * other agent's claim or reply) is judged from the state that write left: not this agent's turn,
+ * and the wait goes on without a read. Any other head (another instance's commit, a plain post, a
+ * deletion) ends the wait with undefined, and the caller reads the store; so do the timeout and an
+ * abort. Judged on the next turn of the event loop, once the writer has kept its state and after
+ * the commit's fan-out to the room's streams (as Notifier.waitFor resumes its waits).
  */
-function waitForTurnChange(svc: Services, room: string, afterSeq: number, agentId: string, timeoutMs: number, signal?: AbortSignal): Promise<TurnsAt | undefined> {
-  if (signal?.aborted || timeoutMs <= 0) return Promise.resolve(undefined);
-  return new Promise((resolve) => {
-    let settled = false;
-    let heard = afterSeq;
-    let judging = false;
-    const done = (state: TurnsAt | undefined) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      unsubscribe();
-      signal?.removeEventListener("abort", onAbort);
-      resolve(state);
-    };
-    const judge = () => {
-      judging = false;
-      if (settled) return;
-      const state = turnsStateAt(svc, room, heard);
-      if (!state) return done(undefined);
-      if (answersWait(state, agentId)) return done(state);
-      afterSeq = heard; // not this agent's business: keep waiting
-    };
-    const onAbort = () => done(undefined);
-    const unsubscribe = svc.notifier.subscribe(room, (seq) => {
-      if (seq <= afterSeq || settled) return;
-      heard = Math.max(heard, seq);
-      if (!judging) {
-        judging = true;
-        setImmediate(judge);
-      }
-    });
-    const timer = setTimeout(() => done(undefined), timeoutMs);
-    signal?.addEventListener("abort", onAbort, { once: true });
-    svc.roomRows.get(room).then(
-      (row) => (row?.headSize ?? 0) > afterSeq && done(undefined),
-      () => done(undefined),
-    );
+function watchTurns(svc: Services, room: string, agentId: string) {
+  let heard = 0;
+  let waiting: ((seq: number) => void) | undefined;
+  const unsubscribe = svc.notifier.subscribe(room, (seq) => {
+    heard = Math.max(heard, seq);
+    waiting?.(seq);
   });
+  return {
+    close: unsubscribe,
+    /** Resolves with the state of a head past `afterSeq` that answers the agent, or undefined (read again). */
+    next(afterSeq: number, timeoutMs: number, signal?: AbortSignal): Promise<TurnsAt | undefined> {
+      if (signal?.aborted || timeoutMs <= 0) return Promise.resolve(undefined);
+      return new Promise((resolve) => {
+        let judging = false;
+        const done = (state: TurnsAt | undefined) => {
+          waiting = undefined;
+          clearTimeout(timer);
+          signal?.removeEventListener("abort", onAbort);
+          resolve(state);
+        };
+        const judge = () => {
+          judging = false;
+          if (waiting !== onCommit) return; // settled meanwhile
+          const state = turnsStateAt(svc, room, heard);
+          if (!state) return done(undefined);
+          if (answersWait(state, agentId)) return done(state);
+          afterSeq = heard; // not this agent's business: keep waiting
+        };
+        const onCommit = (seq: number) => {
+          if (seq <= afterSeq || judging) return;
+          judging = true;
+          setImmediate(judge);
+        };
+        const onAbort = () => done(undefined);
+        const timer = setTimeout(() => done(undefined), timeoutMs);
+        signal?.addEventListener("abort", onAbort, { once: true });
+        waiting = onCommit;
+        // A commit heard since the caller's read (or before it, past what it read).
+        if (heard > afterSeq) onCommit(heard);
+      });
+    },
+  };
 }
 
 const sleep = (ms: number, signal?: AbortSignal) =>

@@ -195,4 +195,17 @@ describe("turns: a waiting my_turn across instances", { skip: TEST_BACKEND !== "
     await replyOpen(one.api, room, "b", "and back");
     assert.equal(texts((await a.answer).body).at(-1), "and back");
   });
+
+  test("without a wait, my_turn on one instance answers a turn the other opened just before", { timeout: 20_000 }, async () => {
+    const { uuid: room } = await turnsRoom(one.api);
+    // Read on the first instance, so that it holds the room (and its state) in memory.
+    assert.equal((await one.api.get(`${base(room)}/turns/mine?agent_id=b`)).body.turn, null);
+    for (let round = 0; round < 5; round++) {
+      const replied = await replyOpen(two.api, room, "a", `round ${round} from a`);
+      const mine = (await one.api.get(`${base(room)}/turns/mine?agent_id=b`)).body;
+      assert.equal(mine.turn?.id, replied.next.id, "b's turn, not the state before a's reply");
+      assert.equal(texts(mine).at(-1), `round ${round} from a`);
+      await replyOpen(one.api, room, "b", `round ${round} from b`);
+    }
+  });
 });
