@@ -63,8 +63,8 @@ const turnsStateAt = (svc: Services, room: string, head: number) => turnsStates(
 /**
  * Beside the state, by head too: the room's newest messages, as far back as this instance's
  * writes have seen every append (messages never change), which is the next turn's input without a
- * read. Bounded (a round of replies of a few rooms' worth of agents), the oldest go first; an input
- * that reaches back further is read.
+ * read. Bounded (a message may hold 10,000 characters): 16 messages and 32,000 characters a room,
+ * the oldest go first, for 500 rooms; an input that reaches back further is read.
  */
 interface KeptMessages {
   /** Every message with `from` < seq <= the head, oldest first. */
