@@ -149,6 +149,24 @@ export const isOpenTurn = (t: Pick<Turn, "status">) => OPEN_TURN.has(t.status);
 export const deadlineOf = (turn: Pick<Turn, "status" | "claim_by" | "lease_until">) =>
   turn.status === "ready" ? turn.claim_by : turn.status === "claimed" ? turn.lease_until : null;
 
+/**
+ * A copy of a projection that shares nothing that changes (the reducer changes turns, the room, its
+ * participants and proposal in place; the config's participants never change, but are copied too).
+ * What structuredClone would give, without its cost on the hot path.
+ */
+export function cloneProjection(proj: TurnsProjection): TurnsProjection {
+  const room = proj.room;
+  return {
+    room: room && {
+      ...room,
+      config: { ...room.config, participants: [...room.config.participants] },
+      participants: room.participants.map((p) => ({ ...p })),
+      proposal: room.proposal && { ...room.proposal, pending: [...room.proposal.pending], confirmed: [...room.proposal.confirmed] },
+    },
+    turns: proj.turns.map((t) => ({ ...t })),
+  };
+}
+
 export function publicTurn(t: TurnState): Turn {
   const { lease_hash: _h, claim_seq: _c, ...rest } = t;
   void _h;
@@ -360,6 +378,17 @@ export function applyTurnEvent(proj: TurnsProjection, event: Pick<LogEvent, "seq
   return proj;
 }
 
+/**
+ * The turns of `turns` the reducer changes for `event`: the one it names by turn_id, every open one
+ * for room.cancelled, none for the rest (turn.opened adds its own). Writing only those saves the
+ * rows that changed.
+ */
+export function turnsTouchedBy(event: { type: string; payload: Record<string, unknown> }, turns: TurnState[]): TurnState[] {
+  if (event.type === "room.cancelled") return turns.filter(isOpenTurn);
+  const id = event.payload.turn_id;
+  return typeof id === "number" ? turns.filter((t) => t.id === id) : [];
+}
+
 // ---- what the server does next ----
 
 export interface Step {
@@ -381,7 +410,7 @@ class Planner {
     proj: TurnsProjection,
     private readonly now: string,
   ) {
-    this.draft = structuredClone(proj);
+    this.draft = cloneProjection(proj);
   }
   get room(): TurnsRoom {
     return this.draft.room!;

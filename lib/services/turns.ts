@@ -6,14 +6,14 @@
  * PostgreSQL), so of two concurrent claims the first one makes the lease and the second one finds
  * it (and gets the same token). Reads never write: a turn past its deadline is the timer's to skip.
  */
-import { messageFromRow } from "../store/rows";
+import { messageFromRow, messageToRow } from "../store/rows";
 import crypto from "node:crypto";
 import { ParleyError } from "../errors";
 import type { Message } from "../domain/message";
 import {
-  deadlineOf, healthAlerts, INPUT_MESSAGES_MAX, isOpenTurn, participant, planAfterTurn, planKickoff, planResume,
+  cloneProjection, deadlineOf, healthAlerts, INPUT_MESSAGES_MAX, isOpenTurn, participant, planAfterTurn, planKickoff, planResume,
   publicTurn, resumeRefusal, TERMINAL_TURNS_STATUSES, type Outcome, type Step, type TurnsConfig, type TurnsProjection,
-  type TurnsRoom, type TurnState,
+  turnsTouchedBy, type TurnsRoom, type TurnState,
 } from "../domain/turns";
 import { isExpired } from "../domain/room";
 import { sameAgent } from "../domain/names";
@@ -41,6 +41,85 @@ function leaseToken(svc: Services, room: string, turnId: number, claimSeq: numbe
   return crypto.createHmac("sha256", svc.leaseSecret).update(`${room}/${turnId}/${claimSeq}`).digest("base64url");
 }
 
+// ---- the turns state a write left, by head ----
+
+/**
+ * What a committed turns write left a room at: its turns state and open turn at head
+ * `room.headSize`. One writer per room and seq without gaps (across instances too) make a head
+ * commit once, so the entry stays true for that head for ever: a reader that knows the room's head
+ * (its room row, or the seq a commit published) uses it at that head only. A head this instance
+ * did not write (another instance's commit, a plain post) misses, and the reader reads the store.
+ * The entry is shared: readers never change it, writers take a copy.
+ */
+interface TurnsAt {
+  room: Pick<RoomRow, "uuid" | "headSize" | "status" | "expiresAt">;
+  turnsRoom: TurnsRoom;
+  current: TurnState | undefined;
+}
+const TURNS_STATE_ROOMS = 10_000;
+const turnsStates = (svc: Services) => svc.caches.of<TurnsAt>("turns-state", TURNS_STATE_ROOMS);
+const turnsStateAt = (svc: Services, room: string, head: number) => turnsStates(svc).peek(room, String(head));
+
+/**
+ * Beside the state, by head too: the room's newest messages, as far back as this instance's
+ * writes have seen every append (messages never change), which is the next turn's input without a
+ * read. Bounded (a message may hold 10,000 characters): 16 messages and 32,000 characters a room,
+ * the oldest go first, for 500 rooms; an input that reaches back further is read.
+ */
+interface KeptMessages {
+  /** Every message with `from` < seq <= the head, oldest first. */
+  from: number;
+  list: Message[];
+}
+const KEPT_MESSAGES = { rooms: 500, perRoom: 16, chars: 32_000 };
+const keptMessages = (svc: Services) => svc.caches.of<KeptMessages>("turns-messages", KEPT_MESSAGES.rooms);
+
+/** What a write leaves: the state at its last append, the head before its first, the messages it posted. */
+interface WriteLeft {
+  state: TurnsAt;
+  headBefore: number;
+  posted: Message[];
+}
+
+/** `before` and `after`: the room row as the write found it and as its appends left it. */
+function stateAfter(before: RoomRow, after: RoomRow, proj: TurnsProjection, posted: Message[] = []): WriteLeft {
+  const turnsRoom = proj.room!;
+  const current = turnsRoom.current === null ? undefined : proj.turns.find((t) => t.id === turnsRoom.current);
+  const room = { uuid: after.uuid, headSize: after.headSize, status: after.status, expiresAt: after.expiresAt };
+  return { state: { room, turnsRoom, current }, headBefore: before.headSize, posted };
+}
+
+/**
+ * Keeps what a committed write left. Its messages are all there is between the head it found and
+ * the head it left; they extend the messages kept at the head it found (a write of this instance
+ * before it), else they start afresh from there.
+ */
+function keepState(svc: Services, { state, headBefore, posted }: WriteLeft): void {
+  const { uuid, headSize } = state.room;
+  turnsStates(svc).set(uuid, String(headSize), state);
+  const known = keptMessages(svc).peek(uuid, String(headBefore));
+  let from = known ? known.from : headBefore;
+  const list = known ? [...known.list, ...posted] : posted;
+  let chars = list.reduce((n, m) => n + m.text.length, 0);
+  let drop = 0;
+  while (drop < list.length && (list.length - drop > KEPT_MESSAGES.perRoom || chars > KEPT_MESSAGES.chars)) {
+    chars -= list[drop]!.text.length;
+    from = list[drop++]!.id;
+  }
+  keptMessages(svc).set(uuid, String(headSize), { from, list: drop ? list.slice(drop) : list });
+}
+
+/**
+ * A turns write that keeps the state it leaves once it has committed (not before: a rolled-back
+ * write must leave nothing; a group commit may run `fn` twice, the answer is the last run's).
+ * Writes of one group commit resolve in their order, so each finds the one before it kept.
+ */
+async function turnsWrite<T>(svc: Services, room: string, queued: boolean, fn: (tx: Tx) => Promise<{ value: T; after?: WriteLeft }>): Promise<T> {
+  const { value, after } = queued ? await queuedWrite(svc, room, fn) : await write(svc, [room], fn);
+  if (after) keepState(svc, after);
+  return value;
+}
+
 // ---- reading the projection ----
 
 async function requireTurn(reader: Pick<StoreReader, "getTurn">, room: RoomRow, rawId: string): Promise<TurnState> {
@@ -48,6 +127,22 @@ async function requireTurn(reader: Pick<StoreReader, "getTurn">, room: RoomRow, 
   const turn = id === undefined ? undefined : await reader.getTurn(room.uuid, id);
   if (!turn) throw new ParleyError("turn_not_found", `No turn ${String(rawId).slice(0, 20)} in this room. GET /api/rooms/${room.uuid}/turns/current shows the open one.`);
   return turn;
+}
+
+/**
+ * A write's projection and the turn it names (by id), from the state this instance's last write
+ * left when the room is still at that head (`room` is read under the room's lock: the truth), else
+ * from the store. Copies: the write changes them in place.
+ */
+async function loadTurnWrite(svc: Services, tx: Tx, room: RoomRow, rawTurnId: string): Promise<{ proj: TurnsProjection; turn: TurnState }> {
+  const known = room.mode === "turns" ? turnsStateAt(svc, room.uuid, room.headSize) : undefined;
+  const id = parseSeqId(rawTurnId);
+  if (known && id !== undefined && known.current?.id === id) {
+    const proj = cloneProjection({ room: known.turnsRoom, turns: [known.current] });
+    return { proj, turn: proj.turns[0]! };
+  }
+  const turn = await requireTurn(tx, room, rawTurnId);
+  return { proj: await loadProjection(tx, room, turn), turn };
 }
 
 /** The turns room with the open turn and any others named: the part of the projection a write touches. */
@@ -63,11 +158,16 @@ async function loadProjection(reader: StoreReader, room: RoomRow, ...turns: Turn
 
 // ---- writing ----
 
-/** Appends events in order; the projector applies each to `proj` (in place) and writes it. */
+/**
+ * Appends events in order; the projector applies each to `proj` (in place) and writes what it
+ * changed: the turns room and the turns the event touches (a turn it opens joins `proj`).
+ */
 async function appendTurnEvents(svc: Services, tx: Tx, room: RoomRow, proj: TurnsProjection, events: NewEvent[]): Promise<{ room: RoomRow; appended: Appended[] }> {
   const appended: Appended[] = [];
   for (const event of events) {
-    const a = await appendEvent(svc, tx, room, event, { turns: proj });
+    const part: TurnsProjection = { room: proj.room, turns: turnsTouchedBy(event, proj.turns) };
+    const a = await appendEvent(svc, tx, room, event, { turns: part });
+    for (const t of part.turns) if (!proj.turns.includes(t)) proj.turns.push(t);
     appended.push(a);
     room = a.room;
   }
@@ -91,16 +191,16 @@ export async function startTurns(svc: Services, tx: Tx, created: Appended, confi
  * still open and due, so instances that try at once skip it once.
  */
 function settleTurn(svc: Services, uuid: string, turnId: number): Promise<boolean> {
-  return write(svc, [uuid], async (tx) => {
+  return turnsWrite(svc, uuid, false, async (tx) => {
     const room = await tx.getRoom(uuid);
-    if (!room || room.status !== "open" || isExpired(room, tx.now)) return false; // closed: paused until reopened
+    if (!room || room.status !== "open" || isExpired(room, tx.now)) return { value: false }; // closed: paused until reopened
     const turn = await tx.getTurn(uuid, turnId);
-    if (!turn || !isOpenTurn(turn)) return false;
+    if (!turn || !isOpenTurn(turn)) return { value: false };
     const deadline = deadlineOf(turn);
-    if (deadline === null || deadline > tx.now) return false;
+    if (deadline === null || deadline > tx.now) return { value: false };
     const proj = await loadProjection(tx, room, turn);
-    await appendTurnEvents(svc, tx, room, proj, serverEvents(planAfterTurn(proj, turn, { kind: "skip", reason: "timeout" }, tx.now)));
-    return true;
+    const written = await appendTurnEvents(svc, tx, room, proj, serverEvents(planAfterTurn(proj, turn, { kind: "skip", reason: "timeout" }, tx.now)));
+    return { value: true, after: stateAfter(room, written.room, proj) };
   });
 }
 
@@ -152,12 +252,17 @@ export async function listTurns(svc: Services, rawRoomId: string) {
   return { ...(await stateOf(svc.store, room)).view, turns: (await svc.store.listTurns(room.uuid)).map(publicTurn) };
 }
 
-/** The newest messages (at most INPUT_MESSAGES_MAX) after the participant's last turn. */
-async function inputMessages(reader: StoreReader, room: RoomRow, turnsRoom: TurnsRoom, agentId: string): Promise<Message[]> {
-  const since = participant(turnsRoom, agentId)?.last_turn_seq ?? 0;
+/**
+ * The newest messages (at most INPUT_MESSAGES_MAX) after the participant's last turn: from those the
+ * writes kept at the state's head when they reach back that far, else read.
+ */
+async function inputMessages(svc: Services, reader: StoreReader, state: Pick<TurnsAt, "room" | "turnsRoom">, agentId: string): Promise<Message[]> {
+  const since = participant(state.turnsRoom, agentId)?.last_turn_seq ?? 0;
+  const kept = keptMessages(svc).peek(state.room.uuid, String(state.room.headSize));
+  if (kept && since >= kept.from) return kept.list.filter((m) => m.id > since);
   // Usually a few messages are new: read those; only past the limit read the newest instead.
-  const rows = await reader.listMessages(room.uuid, since, INPUT_MESSAGES_MAX + 1);
-  return (rows.length > INPUT_MESSAGES_MAX ? await reader.tailMessages(room.uuid, INPUT_MESSAGES_MAX) : rows).map(messageFromRow);
+  const rows = await reader.listMessages(state.room.uuid, since, INPUT_MESSAGES_MAX + 1);
+  return (rows.length > INPUT_MESSAGES_MAX ? await reader.tailMessages(state.room.uuid, INPUT_MESSAGES_MAX) : rows).map(messageFromRow);
 }
 
 const endedDetail = (t: TurnsRoom) =>
@@ -171,9 +276,21 @@ const endedDetail = (t: TurnsRoom) =>
  */
 export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnInput, signal?: AbortSignal) {
   const until = Date.now() + (input.wait ?? 0) * 1000;
+  const watch = input.wait ? watchTurns(svc, parseRoomId(rawRoomId), input.agent_id) : undefined;
+  try {
+    return await turnFor(svc, rawRoomId, input, until, watch, signal);
+  } finally {
+    watch?.close();
+  }
+}
+
+async function turnFor(svc: Services, rawRoomId: string, input: MyTurnInput, until: number, watch: ReturnType<typeof watchTurns> | undefined, signal?: AbortSignal) {
+  /** The state a wake-up brought (from memory), else read. */
+  let woke: TurnsAt | undefined;
   for (;;) {
-    const room = await requireRoom(svc, rawRoomId);
-    const { turnsRoom, current } = await stateOf(svc.store, room);
+    const state = woke && !isExpired(woke.room, isoNow(svc)) ? woke : await readTurnsState(svc, rawRoomId);
+    const { room, turnsRoom, current } = state;
+    woke = undefined;
     requireParticipant(turnsRoom, input.agent_id);
     const now = isoNow(svc);
     const mine = current && isOpenTurn(current) && sameAgent(current.agent_id, input.agent_id) ? current : undefined;
@@ -181,7 +298,7 @@ export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnInpu
     if (mine && mine.available_at <= now) {
       const action = mine.status === "claimed" ? "You hold its lease: reply" : `Claim it (my_turn with claim: true, or POST .../turns/${mine.id}/claim) before ${mine.claim_by}, then reply`;
       const what = mine.phase === "confirm" ? `Confirm turn: ${turnsRoom.proposal?.by ?? "someone"} proposed to finish. Reply result "complete" to confirm or "continue" to reject.` : `Round ${mine.round} of ${turnsRoom.config.max_rounds}.`;
-      return { ...base, turn: publicTurn(mine), input_messages: await inputMessages(svc.store, room, turnsRoom, input.agent_id), detail: `It is your turn (${mine.id}). ${what} ${action}.` };
+      return { ...base, turn: publicTurn(mine), input_messages: await inputMessages(svc, svc.store, state, input.agent_id), detail: `It is your turn (${mine.id}). ${what} ${action}.` };
     }
     if (turnsRoom.status !== "active") return { ...base, turn: null, detail: endedDetail(turnsRoom) };
     const left = until - Date.now();
@@ -195,11 +312,81 @@ export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnInpu
       const opensIn = Date.parse(mine.available_at) - svc.clock.now();
       await sleep(Math.min(left, Math.max(opensIn, 10)), signal);
     } else {
-      await svc.notifier.waitFor(room.uuid, room.headSize, async () => (await svc.store.getRoom(room.uuid))?.headSize ?? 0, left, signal);
+      woke = await watch?.next(room.headSize, left, signal);
     }
     // The caller went away (or the server is closing): nobody reads the answer.
     if (signal?.aborted) return { room_status: turnsRoom.status, input_messages: [] as Message[], turn: null, detail: "The request was cancelled." };
   }
+}
+
+/**
+ * The room row and its turns state: from what a write left at the row's head, else from the store.
+ * The row is read, not taken from the room-row cache: another instance's commit reaches that cache
+ * with its NOTIFY, and the state at an older head would answer for a turn already opened.
+ */
+async function readTurnsState(svc: Services, rawRoomId: string): Promise<TurnsAt> {
+  const room = await requireRoom(svc, rawRoomId, { getRoom: (uuid) => svc.store.getRoom(uuid) });
+  const known = room.mode === "turns" ? turnsStateAt(svc, room.uuid, room.headSize) : undefined;
+  if (known) return known;
+  const { turnsRoom, current } = await stateOf(svc.store, room);
+  return { room, turnsRoom, current };
+}
+
+/** Whether `state` answers a waiting my_turn of `agentId`: its turn is open, or the room stopped. */
+const answersWait = (state: TurnsAt, agentId: string) =>
+  state.turnsRoom.status !== "active" || (state.current !== undefined && isOpenTurn(state.current) && sameAgent(state.current.agent_id, agentId));
+
+/**
+ * The commits of a room, heard from before my_turn first reads it (so none between that read and a
+ * wait is missed), for waiting until one matters to `agentId`. A head this instance wrote (the
+ * other agent's claim or reply) is judged from the state that write left: not this agent's turn,
+ * and the wait goes on without a read. Any other head (another instance's commit, a plain post, a
+ * deletion) ends the wait with undefined, and the caller reads the store; so do the timeout and an
+ * abort. Judged on the next turn of the event loop, once the writer has kept its state and after
+ * the commit's fan-out to the room's streams (as Notifier.waitFor resumes its waits).
+ */
+function watchTurns(svc: Services, room: string, agentId: string) {
+  let heard = 0;
+  let waiting: ((seq: number) => void) | undefined;
+  const unsubscribe = svc.notifier.subscribe(room, (seq) => {
+    heard = Math.max(heard, seq);
+    waiting?.(seq);
+  });
+  return {
+    close: unsubscribe,
+    /** Resolves with the state of a head past `afterSeq` that answers the agent, or undefined (read again). */
+    next(afterSeq: number, timeoutMs: number, signal?: AbortSignal): Promise<TurnsAt | undefined> {
+      if (signal?.aborted || timeoutMs <= 0) return Promise.resolve(undefined);
+      return new Promise((resolve) => {
+        let judging = false;
+        const done = (state: TurnsAt | undefined) => {
+          waiting = undefined;
+          clearTimeout(timer);
+          signal?.removeEventListener("abort", onAbort);
+          resolve(state);
+        };
+        const judge = () => {
+          judging = false;
+          if (waiting !== onCommit) return; // settled meanwhile
+          const state = turnsStateAt(svc, room, heard);
+          if (!state) return done(undefined);
+          if (answersWait(state, agentId)) return done(state);
+          afterSeq = heard; // not this agent's business: keep waiting
+        };
+        const onCommit = (seq: number) => {
+          if (seq <= afterSeq || judging) return;
+          judging = true;
+          setImmediate(judge);
+        };
+        const onAbort = () => done(undefined);
+        const timer = setTimeout(() => done(undefined), timeoutMs);
+        signal?.addEventListener("abort", onAbort, { once: true });
+        waiting = onCommit;
+        // A commit heard since the caller's read (or before it, past what it read).
+        if (heard > afterSeq) onCommit(heard);
+      });
+    },
+  };
 }
 
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -217,10 +404,9 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, input: ClaimTurnInput) {
   const id = parseRoomId(rawRoomId);
   // Claims and replies join the posts' group commit: one transaction for what arrives in a turn.
-  return queuedWrite(svc, id, async (tx) => {
+  return turnsWrite(svc, id, true, async (tx) => {
     const room = await requireOpenRoom(svc, id, tx);
-    const turn = await requireTurn(tx, room, rawTurnId);
-    const proj = await loadProjection(tx, room, turn);
+    const { proj, turn } = await loadTurnWrite(svc, tx, room, rawTurnId);
     const turnsRoom = proj.room!;
     requireParticipant(turnsRoom, input.agent_id);
     if (!sameAgent(turn.agent_id, input.agent_id)) {
@@ -233,11 +419,13 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
     if (turn.status === "claimed") {
       if (turn.lease_until !== null && turn.lease_until > now) {
         return {
-          turn: publicTurn(turn),
-          lease_token: leaseToken(svc, room.uuid, turn.id, turn.claim_seq!),
-          lease_until: turn.lease_until,
-          input_messages: await inputMessages(tx, room, turnsRoom, input.agent_id),
-          receipt: null as Receipt | null,
+          value: {
+            turn: publicTurn(turn),
+            lease_token: leaseToken(svc, room.uuid, turn.id, turn.claim_seq!),
+            lease_until: turn.lease_until,
+            input_messages: await inputMessages(svc, tx, { room, turnsRoom }, input.agent_id),
+            receipt: null as Receipt | null,
+          },
         };
       }
       throw new ParleyError("lease_expired", `Your lease on turn ${turn.id} ran out at ${turn.lease_until}; the turn is skipped. Wait for your next turn.`);
@@ -255,15 +443,20 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
     }
     const token = leaseToken(svc, room.uuid, turn.id, room.headSize + 1);
     const leaseUntil = txAfter(tx, turnsRoom.config.turn_timeout_s);
-    const { appended } = await appendTurnEvents(svc, tx, room, proj, [
+    // The messages as they were before the claim (the claim adds none): what my_turn handed over.
+    const messages = await inputMessages(svc, tx, { room, turnsRoom }, input.agent_id);
+    const written = await appendTurnEvents(svc, tx, room, proj, [
       { type: "turn.claimed", actor: input.agent_id, payload, server: { lease_until: leaseUntil, lease_hash: hashToken(token) }, sig },
     ]);
     return {
-      turn: publicTurn(proj.turns.find((t) => t.id === turn.id)!),
-      lease_token: token,
-      lease_until: leaseUntil,
-      input_messages: await inputMessages(tx, room, turnsRoom, input.agent_id),
-      receipt: appended[0]!.receipt as Receipt | null,
+      value: {
+        turn: publicTurn(proj.turns.find((t) => t.id === turn.id)!),
+        lease_token: token,
+        lease_until: leaseUntil,
+        input_messages: messages,
+        receipt: written.appended[0]!.receipt as Receipt | null,
+      },
+      after: stateAfter(room, written.room, proj),
     };
   });
 }
@@ -272,10 +465,9 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
 export async function replyTurn(svc: Services, caller: Caller, rawRoomId: string, rawTurnId: string, input: ReplyTurnInput) {
   const id = parseRoomId(rawRoomId);
   await takePostBudget(svc, caller, id, input.agent_id);
-  return queuedWrite(svc, id, async (tx) => {
+  return turnsWrite(svc, id, true, async (tx) => {
     const room = await requireOpenRoom(svc, id, tx);
-    const turn = await requireTurn(tx, room, rawTurnId);
-    const proj = await loadProjection(tx, room, turn);
+    const { proj, turn } = await loadTurnWrite(svc, tx, room, rawTurnId);
     requireParticipant(proj.room!, input.agent_id);
     if (!sameAgent(turn.agent_id, input.agent_id) || !tokenMatches(turn.lease_hash, input.lease_token)) {
       throw new ParleyError("not_your_turn", `This lease token does not hold turn ${turn.id}${!sameAgent(turn.agent_id, input.agent_id) ? ` (it is "${turn.agent_id}"'s)` : ""}. Use the token your claim returned.`);
@@ -296,14 +488,19 @@ export async function replyTurn(svc: Services, caller: Caller, rawRoomId: string
     const sig = await signedWrite(svc, tx, room, "message.posted", input.agent_id, payload, input.sig);
     const { message, appended } = await appendMessage(svc, tx, room, input.agent_id, payload, sig);
     const outcome: Outcome = { kind: "reply", result: input.result, text: input.text, message_id: message.id };
-    await appendTurnEvents(svc, tx, appended.room, proj, serverEvents(planAfterTurn(proj, turn, outcome, now)));
-    const next = proj.room!.current === null ? undefined : proj.turns.find((t) => t.id === proj.room!.current);
+    const written = await appendTurnEvents(svc, tx, appended.room, proj, serverEvents(planAfterTurn(proj, turn, outcome, now)));
+    // Kept as a read would give it back.
+    const after = stateAfter(room, written.room, proj, [messageFromRow(messageToRow(room.uuid, message))]);
+    const next = after.state.current;
     return {
-      message_id: message.id,
-      turn: publicTurn(proj.turns.find((t) => t.id === turn.id)!),
-      next: next ? publicTurn(next) : null,
-      room_status: proj.room!.status,
-      receipt: appended.receipt,
+      value: {
+        message_id: message.id,
+        turn: publicTurn(proj.turns.find((t) => t.id === turn.id)!),
+        next: next ? publicTurn(next) : null,
+        room_status: proj.room!.status,
+        receipt: appended.receipt,
+      },
+      after,
     };
   });
 }
@@ -311,10 +508,9 @@ export async function replyTurn(svc: Services, caller: Caller, rawRoomId: string
 /** The supervisor (policy supervisor) or the owner skips the open turn; it does not count as a timeout. */
 export function skipTurn(svc: Services, rawRoomId: string, rawTurnId: string, input: SkipTurnInput, bearer: string | undefined) {
   const id = parseRoomId(rawRoomId);
-  return write(svc, [id], async (tx) => {
+  return turnsWrite(svc, id, false, async (tx) => {
     const room = await requireOpenRoom(svc, id, tx);
-    const turn = await requireTurn(tx, room, rawTurnId);
-    const proj = await loadProjection(tx, room, turn);
+    const { proj, turn } = await loadTurnWrite(svc, tx, room, rawTurnId);
     const { supervisor, policy } = proj.room!.config;
     let actor = "owner";
     let sig: EventSig | undefined;
@@ -330,8 +526,9 @@ export function skipTurn(svc: Services, rawRoomId: string, rawTurnId: string, in
     if (actor !== "owner") {
       sig = await signedWrite(svc, tx, room, steps[0]!.type, actor, steps[0]!.payload, input.sig);
     }
-    const { appended } = await appendTurnEvents(svc, tx, room, proj, serverEvents(steps, { actor, sig }));
-    return { ...turnsStateView(proj.room!, proj.turns.find((t) => t.id === proj.room!.current)), receipt: appended[0]!.receipt as Receipt | null };
+    const written = await appendTurnEvents(svc, tx, room, proj, serverEvents(steps, { actor, sig }));
+    const after = stateAfter(room, written.room, proj);
+    return { value: { ...turnsStateView(after.state.turnsRoom, after.state.current), receipt: written.appended[0]!.receipt as Receipt | null }, after };
   });
 }
 
@@ -339,7 +536,7 @@ export function skipTurn(svc: Services, rawRoomId: string, rawTurnId: string, in
 
 function ownerAction(svc: Services, rawRoomId: string, bearer: string | undefined, act: (proj: TurnsProjection, now: string) => NewEvent[]) {
   const id = parseRoomId(rawRoomId);
-  return write(svc, [id], async (tx) => {
+  return turnsWrite(svc, id, false, async (tx) => {
     const room = await requireRoom(svc, id, tx);
     requireOwner(svc, room, bearer);
     const proj = await loadProjection(tx, room);
@@ -347,9 +544,9 @@ function ownerAction(svc: Services, rawRoomId: string, bearer: string | undefine
       throw new ParleyError("room_closed", `This turns room is ${proj.room!.status} and read-only.`);
     }
     const events = act(proj, tx.now);
-    const { appended } = await appendTurnEvents(svc, tx, room, proj, events);
-    const current = proj.room!.current === null ? undefined : proj.turns.find((t) => t.id === proj.room!.current);
-    return { ...turnsStateView(proj.room!, current), receipt: (appended[0]?.receipt ?? null) as Receipt | null };
+    const written = await appendTurnEvents(svc, tx, room, proj, events);
+    const after = stateAfter(room, written.room, proj);
+    return { value: { ...turnsStateView(after.state.turnsRoom, after.state.current), receipt: (written.appended[0]?.receipt ?? null) as Receipt | null }, after };
   });
 }
 

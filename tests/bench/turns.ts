@@ -8,6 +8,7 @@
  * `turnFigures(report)` is called by tests/bench/run.ts; standalone:
  *   node --import tsx tests/bench/turns.ts
  */
+import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
@@ -28,6 +29,8 @@ const ROUNDS = 20;
 /** The scripted run gives up (and counts what is unfinished as errors) after this long. */
 const DEADLINE_MS = 90_000;
 const COLD = process.env.BENCH_TURN_COLD === "1";
+/** BENCH_TURN_SCRIPTED_ONLY=1: standalone, only the rooms run (no round-trip figures). */
+const SCRIPTED_ONLY = process.env.BENCH_TURN_SCRIPTED_ONLY === "1";
 const PAIR = ["a", "b"] as const;
 
 interface Answer {
@@ -83,6 +86,21 @@ async function ok(answer: Promise<Answer>, what: string): Promise<any> {
 const turnsRoomBody = (maxRounds: number) => ({ mode: "turns", turns: { participants: [...PAIR], max_rounds: maxRounds } });
 
 const ms = (x: number) => `${x.toFixed(1)} ms`;
+
+/**
+ * CPU time (user + system) a process has used so far, in ms (Linux /proc; clock ticks of 10 ms);
+ * with `mainThread`, only its main thread's (the JavaScript, without GC helpers and the WAL worker).
+ */
+function cpuMsOf(pid: number, mainThread = false): number {
+  const stat = fs.readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, "utf8");
+  // Fields after the command name (which may hold spaces) start at state; utime, stime are 14, 15.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+const ownCpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
 const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
 
 /**
@@ -175,7 +193,7 @@ export interface TurnFigures {
   wallSeconds: number;
 }
 
-async function scriptedRooms(api: Client, report: Report, label = ""): Promise<TurnFigures> {
+async function scriptedRooms(api: Client, report: Report, label = "", serverPid?: number): Promise<TurnFigures> {
   const rooms: string[] = [];
   for (let i = 0; i < ROOMS; i += 20) {
     const batch = await Promise.all(Array.from({ length: Math.min(20, ROOMS - i) }, () => ok(api.post("/api/rooms", turnsRoomBody(ROUNDS)), "create room")));
@@ -197,6 +215,9 @@ async function scriptedRooms(api: Client, report: Report, label = ""): Promise<T
   };
 
   const startWall = Date.now();
+  const serverCpu0 = serverPid === undefined ? 0 : cpuMsOf(serverPid);
+  const serverMain0 = serverPid === undefined ? 0 : cpuMsOf(serverPid, true);
+  const clientCpu0 = ownCpuMs();
   const t0 = performance.now();
   const deadline = t0 + DEADLINE_MS;
   const agentLoop = async (room: string, agent: string): Promise<void> => {
@@ -246,6 +267,9 @@ async function scriptedRooms(api: Client, report: Report, label = ""): Promise<T
   };
   await Promise.all(rooms.flatMap((room) => PAIR.map((agent) => agentLoop(room, agent))));
   const wall = (performance.now() - t0) / 1000;
+  const serverCpu = serverPid === undefined ? NaN : cpuMsOf(serverPid) - serverCpu0;
+  const serverMain = serverPid === undefined ? NaN : cpuMsOf(serverPid, true) - serverMain0;
+  const clientCpu = ownCpuMs() - clientCpu0;
 
   // Every room must have ended as scripted (blocked by max_rounds after ROUNDS × 2 replies), and
   // its log must verify: events, checkpoints and the replayed turn projections.
@@ -269,6 +293,12 @@ async function scriptedRooms(api: Client, report: Report, label = ""): Promise<T
   report("  turn latency (opened → reply accepted)", `p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, max ${percentile(latencies, 100)} ms`);
   report("  of which my_turn wake-up (opened → my_turn answered)", `p50 ${percentile(wakeups, 50)} ms, p99 ${percentile(wakeups, 99)} ms`);
   report("  claim / reply request under that load", `p50 ${ms(percentile(requestTimes, 50))}, p99 ${ms(percentile(requestTimes, 99))}`);
+  const turns = Math.max(1, latencies.length);
+  report(
+    "  CPU per turn: server (its main thread) / this client (requests per turn)",
+    `${(serverCpu / turns).toFixed(2)} ms (${(serverMain / turns).toFixed(2)} ms) / ${(clientCpu / turns).toFixed(2)} ms (${(requests / turns).toFixed(2)}); ` +
+      `server ${Math.round(serverCpu / 10 / wall)} % of a core (main thread ${Math.round(serverMain / 10 / wall)} %), client ${Math.round(clientCpu / 10 / wall)} %`,
+  );
   report("  rooms ended blocked (max_rounds) / verified CLEAN", `${ended}/${ROOMS} / ${clean}/${ROOMS}`);
   for (const [what, count] of errors) console.log(`    error × ${count}: ${what}`);
   return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), turns: latencies.length, expected, errors: errorCount, wallSeconds: wall };
@@ -279,12 +309,12 @@ async function scriptedRooms(api: Client, report: Report, label = ""): Promise<T
  * `scriptedOnly`, only the 100-rooms run (the round trips are SQLite-only figures of the old table).
  */
 export async function turnFigures(report: Report, opts: { env?: Record<string, string>; label?: string; scriptedOnly?: boolean } = {}): Promise<TurnFigures> {
-  const { base, close } = await startServerChild({ prefix: "parley-bench-turns-", apiOnly: true, env: opts.env });
+  const { base, child, close } = await startServerChild({ prefix: "parley-bench-turns-", apiOnly: true, env: opts.env });
   const api = client(base);
   let figures: TurnFigures;
   try {
     if (!opts.scriptedOnly) await httpRoundTrip(api, report);
-    figures = await scriptedRooms(api, report, opts.label);
+    figures = await scriptedRooms(api, report, opts.label, child.pid);
   } finally {
     api.close();
     await close();
@@ -295,5 +325,5 @@ export async function turnFigures(report: Report, opts: { env?: Record<string, s
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
   console.log(`Parley turns benchmark — ${new Date().toISOString()} — ${os.cpus().length} cores, Node ${process.version}`);
-  await turnFigures((name, value) => console.log(`${name.padEnd(70)} ${value}`));
+  await turnFigures((name, value) => console.log(`${name.padEnd(70)} ${value}`), { scriptedOnly: SCRIPTED_ONLY });
 }
