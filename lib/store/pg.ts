@@ -9,6 +9,7 @@ import type pg from "pg";
 import { ParleyError } from "../errors";
 import { RetryWithSavepoints, type DeliveryRow, type DeliveryStatus, type Heads, type MessageRow, type RoomListQuery, type RoomRow, type Store, type StoreReader, type StoreWriter, type WebhookRow, type WriteOptions } from "./repository";
 import * as rows from "./rows";
+import { ROOM_COLS } from "./rows";
 import { ROOM_GONE } from "../realtime/notifier";
 import { adminPgReader, adminPgWriter } from "./admin-pg";
 
@@ -20,11 +21,6 @@ export const NOTIFY_CHANNEL = "parley_commits";
 const NOTIFY_CHUNK = 100;
 
 // Column lists, read back under the names the row types use.
-const ROOM_COLS = `uuid, description, is_public AS "isPublic", protocol_mode AS "protocolMode", mode, status,
-  owner_token_hash AS "ownerTokenHash", created_at AS "createdAt", last_activity_at AS "lastActivityAt", expires_at AS "expiresAt",
-  message_count AS "messageCount", agent_count AS "agentCount", head_size AS "headSize", head_leaf AS "headLeaf",
-  head_root AS "headRoot", frontier, checkpoint, arbiter_watermark AS "arbiterWatermark", arbiter_calls AS "arbiterCalls",
-  arbiter_tokens AS "arbiterTokens", arbiter_items AS "arbiterItems", last_extraction_error AS "lastExtractionError", hidden`;
 const EVENT_COLS = `room, seq, ts, type, actor, payload, server, prev, sig, leaf_hash AS "leafHash", checkpoint`;
 const MESSAGE_COLS = `room, seq, agent_id AS "agentId", text, ts, reply_to AS "replyTo", mentions, mention_keys AS "mentionKeys", auth, key_ref AS "keyRef",
   pubkey_hex AS "pubkeyHex", signature_hex AS "signatureHex", ts_iso AS "tsIso", memory_root AS "memoryRoot", hash`;

@@ -7,6 +7,13 @@ import type { EventSig, LogEvent } from "../log/event";
 import type { EventRow, MessageRow } from "./repository";
 import { deadlineOf, type TurnState, type TurnStatus, type TurnsRoom, type TurnsStatus } from "../domain/turns";
 
+/** A rooms row under its RoomRow names, for both backends' SQL (SQLite reads the booleans back as 0/1). */
+export const ROOM_COLS = `uuid, description, is_public AS "isPublic", protocol_mode AS "protocolMode", mode, status,
+  owner_token_hash AS "ownerTokenHash", created_at AS "createdAt", last_activity_at AS "lastActivityAt", expires_at AS "expiresAt",
+  message_count AS "messageCount", agent_count AS "agentCount", head_size AS "headSize", head_leaf AS "headLeaf",
+  head_root AS "headRoot", frontier, checkpoint, arbiter_watermark AS "arbiterWatermark", arbiter_calls AS "arbiterCalls",
+  arbiter_tokens AS "arbiterTokens", arbiter_items AS "arbiterItems", last_extraction_error AS "lastExtractionError", hidden`;
+
 export interface RevisionRow { id: number; threadId: number; kind: string; value: string; authorAgentId: string; auth: string; via: string; sourceMsgId: number | null; quote: string | null; createdAt: string }
 export interface ThreadRow {
   id: number; subject: string; subjectKey: string; currentValue: string; status: string; openedBy: string; openedByAuth: string;

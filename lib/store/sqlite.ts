@@ -15,10 +15,11 @@ import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { and, asc, count, desc, eq, gt, isNull, lte, ne, sql } from "drizzle-orm";
 import * as schema from "./schema";
-import type { DeliveryRow, DeliveryStatus, EventRow, Heads, MessageRow, RoomListQuery, Store, StoreReader, StoreWriter } from "./repository";
+import type { DeliveryRow, DeliveryStatus, EventRow, Heads, MessageRow, RoomListQuery, RoomRow, Store, StoreReader, StoreWriter } from "./repository";
 import { MemoryBuckets } from "./memory-limits";
 import { adminReaderOn, adminWriterOn } from "./admin-sqlite";
 import * as rows from "./rows";
+import { ROOM_COLS } from "./rows";
 
 const { rooms, events, messages, roomAgents, threads, revisions, discrepancies, handshakes, tasks, boardAgents, turnRooms, turns, webhooks, webhookDeliveries } = schema;
 const MIGRATIONS = path.join(PROJECT_ROOT, "drizzle");
@@ -54,7 +55,8 @@ function readerOn(sqlite: Database.Database) {
   const p = sql.placeholder;
   /** A room that takes writes at `now`: open, and not past its expiry. */
   const liveRoom = (now: string) => and(eq(rooms.status, "open"), gt(rooms.expiresAt, now));
-  const getRoom = db.select().from(rooms).where(eq(rooms.uuid, p("uuid"))).prepare();
+  // A plain statement (drizzle's row mapping was most of a room read, one per write and per turn).
+  const getRoom = sqlite.prepare<{ uuid: string }, RoomRow>(`SELECT ${ROOM_COLS} FROM rooms WHERE uuid = @uuid`);
   // The hot page reads as plain statements: drizzle's row mapping took a third of a 100-message page.
   const listMessages = sqlite.prepare<{ room: string; since: number; limit: number }, MessageRow>(
     `SELECT ${MESSAGE_COLS} FROM messages WHERE room = @room AND seq > @since ORDER BY seq LIMIT @limit`,
@@ -99,7 +101,14 @@ function readerOn(sqlite: Database.Database) {
 
   const reader: StoreReader = {
     ...adminReaderOn(sqlite),
-    getRoom: async (uuid) => getRoom.get({ uuid }),
+    async getRoom(uuid) {
+      const row = getRoom.get({ uuid });
+      if (row) {
+        row.isPublic = Boolean(row.isPublic);
+        row.hidden = Boolean(row.hidden);
+      }
+      return row;
+    },
     async listPublicRooms(query: RoomListQuery) {
       const where = and(
         eq(rooms.isPublic, true),
