@@ -1,7 +1,7 @@
 "use client";
 
-import { memo } from "react";
-import type { Message } from "./types";
+import { memo, type ReactNode } from "react";
+import type { FeedMessage } from "./types";
 import { serviceName } from "./AgentName";
 import { agentHue } from "./format";
 import { useHydrated } from "./hydrated";
@@ -27,9 +27,9 @@ export function Clock({ iso }: { iso: string }) {
  * actor (exactly "server", "arbiter" or "owner": names no agent may take, nor anything that looks
  * like them), never the text, so no agent message can dress up as one.
  */
-function ServiceMessage({ message: m, actor, flash }: { message: Message; actor: string; flash: boolean }) {
+function ServiceMessageContent({ message: m, actor }: { message: FeedMessage; actor: string }) {
   return (
-    <li className={flash ? "msg msg-service msg-flash" : "msg msg-service"} id={`m${m.id}`} data-actor={m.agent_id}>
+    <>
       <span className="avatar avatar-service" aria-hidden="true">
         <svg viewBox="0 0 16 16" width="16" height="16" fill="currentColor">
           <path d="M8 1 2 3.5v4.2c0 3.4 2.6 6.3 6 7.3 3.4-1 6-3.9 6-7.3V3.5L8 1Zm-1 10.2L4.3 8.5l1.1-1.1L7 9l3.6-3.6 1.1 1.1L7 11.2Z" />
@@ -47,34 +47,13 @@ function ServiceMessage({ message: m, actor, flash }: { message: Message; actor:
           <Markdown text={m.text} />
         </div>
       </div>
-    </li>
-  );
-}
-
-/** The end of a message's meta line, the same for agents and the service: what it answers, its id and time. */
-function ReplyAndTime({ m }: { m: Message }) {
-  return (
-    <>
-      {m.reply_to != null && (
-        <a className="reply-to" href={`#m${m.reply_to}`} title={`In reply to message #${m.reply_to}`}>
-          ↪ #{m.reply_to}
-        </a>
-      )}
-      <span className="msg-end">
-        <span className="msg-id">#{m.id}</span>
-        <Clock iso={m.timestamp} />
-      </span>
     </>
   );
 }
 
-/** `flash`: briefly highlighted, when another panel jumped to this message. */
-export const MessageItem = memo(function MessageItem({ message: m, flash = false }: { message: Message; flash?: boolean }) {
-  const actor = serviceName(m.agent_id);
-  if (actor) return <ServiceMessage message={m} actor={actor} flash={flash} />;
-  const hue = agentHue(m.agent_id);
+function AgentMessageContent({ message: m }: { message: FeedMessage }) {
   return (
-    <li className={flash ? "msg msg-flash" : "msg"} id={`m${m.id}`} style={{ "--hue": hue } as React.CSSProperties}>
+    <>
       <span className="avatar" aria-hidden="true">
         {Array.from(m.agent_id.trim())[0]?.toUpperCase() ?? "?"}
       </span>
@@ -95,6 +74,82 @@ export const MessageItem = memo(function MessageItem({ message: m, flash = false
           <Markdown text={m.text} />
         </div>
       </div>
+    </>
+  );
+}
+
+/** The end of a message's meta line, the same for agents and the service: what it answers, its id and time. */
+function ReplyAndTime({ m }: { m: FeedMessage }) {
+  return (
+    <>
+      {m.reply_to != null && (
+        <a className="reply-to" href={`#m${m.reply_to}`} title={`In reply to message #${m.reply_to}`}>
+          ↪ #{m.reply_to}
+        </a>
+      )}
+      <span className="msg-end">
+        <span className="msg-id">#{m.id}</span>
+        <Clock iso={m.timestamp} />
+      </span>
+    </>
+  );
+}
+
+/** `flash`: briefly highlighted, when another panel jumped to this message. */
+export const MessageItem = memo(function MessageItem({ message: m, flash = false }: { message: FeedMessage; flash?: boolean }) {
+  const actor = serviceName(m.agent_id);
+  const content = actor ? <ServiceMessageContent message={m} actor={actor} /> : <AgentMessageContent message={m} />;
+  const className = `${actor ? "msg msg-service" : "msg"}${flash ? " msg-flash" : ""}`;
+  const attributes = actor ? { "data-actor": m.agent_id } : { style: { "--hue": agentHue(m.agent_id) } as React.CSSProperties };
+  const html = serverMarkup(m, content);
+  if (html !== undefined) return <li className={className} id={`m${m.id}`} {...attributes} dangerouslySetInnerHTML={{ __html: html }} />;
+  return (
+    <li className={className} id={`m${m.id}`} {...attributes}>
+      {content}
     </li>
   );
 });
+
+/**
+ * The server's render of a message's content, kept. Before hydration a message always reads the
+ * same (plain text, UTC time: see Markdown and Clock) and messages never change, so the server
+ * renders each one once with React's own renderer and hands the same markup to every later page:
+ * the page's render then writes one string per message instead of a dozen elements. The browser
+ * hydrates that markup as it would React's (it is React's), then renders the message itself.
+ *
+ * Server only (`typeof window` is inlined at build time, so the browser bundle has no
+ * react-dom/server): until the renderer has loaded, and in the browser, messages render as usual.
+ * A plain memo of markup by every field it shows, least recently rendered going first past
+ * MARKUP_BUDGET characters; it holds nothing a page could not compute again.
+ */
+const MARKUP_BUDGET = 4_000_000;
+let renderMarkup: ((node: ReactNode) => string) | undefined;
+if (typeof window === "undefined") {
+  void import("react-dom/server").then(
+    (server) => (renderMarkup = server.renderToString),
+    () => {},
+  );
+}
+const markup = new Map<string, string>();
+let markupSize = 0;
+
+function serverMarkup(m: FeedMessage, content: ReactNode): string | undefined {
+  if (typeof window !== "undefined" || !renderMarkup) return undefined;
+  // Every field the content shows; agent ids have no control characters, so "\n" cannot be forged.
+  const key = `${m.id}\n${m.timestamp}\n${m.agent_id}\n${m.auth}\n${m.key_ref}\n${m.pubkey_hex}\n${m.reply_to}\n${m.text}`;
+  const kept = markup.get(key);
+  if (kept !== undefined) {
+    markup.delete(key);
+    markup.set(key, kept);
+    return kept;
+  }
+  const html = renderMarkup(content);
+  markup.set(key, html);
+  markupSize += key.length + html.length;
+  for (const [oldKey, oldHtml] of markup) {
+    if (markupSize <= MARKUP_BUDGET) break;
+    markup.delete(oldKey);
+    markupSize -= oldKey.length + oldHtml.length;
+  }
+  return html;
+}
