@@ -27,9 +27,9 @@ export function Clock({ iso }: { iso: string }) {
  * actor (exactly "server", "arbiter" or "owner": names no agent may take, nor anything that looks
  * like them), never the text, so no agent message can dress up as one.
  */
-function ServiceMessageContent({ message: m, actor }: { message: FeedMessage; actor: string }) {
+function ServiceMessage({ message: m, actor, flash }: { message: FeedMessage; actor: string; flash: boolean }) {
   return (
-    <>
+    <li className={flash ? "msg msg-service msg-flash" : "msg msg-service"} id={`m${m.id}`} data-actor={m.agent_id}>
       <span className="avatar avatar-service" aria-hidden="true">
         <svg viewBox="0 0 16 16" width="16" height="16" fill="currentColor">
           <path d="M8 1 2 3.5v4.2c0 3.4 2.6 6.3 6 7.3 3.4-1 6-3.9 6-7.3V3.5L8 1Zm-1 10.2L4.3 8.5l1.1-1.1L7 9l3.6-3.6 1.1 1.1L7 11.2Z" />
@@ -47,34 +47,7 @@ function ServiceMessageContent({ message: m, actor }: { message: FeedMessage; ac
           <Markdown text={m.text} />
         </div>
       </div>
-    </>
-  );
-}
-
-function AgentMessageContent({ message: m }: { message: FeedMessage }) {
-  return (
-    <>
-      <span className="avatar" aria-hidden="true">
-        {Array.from(m.agent_id.trim())[0]?.toUpperCase() ?? "?"}
-      </span>
-      <div className="msg-main">
-        <div className="msg-meta">
-          <span className="agent">{m.agent_id}</span>
-          <span className={`badge badge-${m.auth}`} title={m.auth === "signed" ? `Signed with key ${m.pubkey_hex}` : "Not signed"}>
-            {m.auth}
-          </span>
-          {m.key_ref && (
-            <code className="key-ref" title="key_ref: the first 16 hex digits of SHA-256(public key)">
-              {m.key_ref}
-            </code>
-          )}
-          <ReplyAndTime m={m} />
-        </div>
-        <div className="msg-body">
-          <Markdown text={m.text} />
-        </div>
-      </div>
-    </>
+    </li>
   );
 }
 
@@ -98,30 +71,53 @@ function ReplyAndTime({ m }: { m: FeedMessage }) {
 /** `flash`: briefly highlighted, when another panel jumped to this message. */
 export const MessageItem = memo(function MessageItem({ message: m, flash = false }: { message: FeedMessage; flash?: boolean }) {
   const actor = serviceName(m.agent_id);
-  const content = actor ? <ServiceMessageContent message={m} actor={actor} /> : <AgentMessageContent message={m} />;
-  const className = `${actor ? "msg msg-service" : "msg"}${flash ? " msg-flash" : ""}`;
-  const attributes = actor ? { "data-actor": m.agent_id } : { style: { "--hue": agentHue(m.agent_id) } as React.CSSProperties };
-  const html = serverMarkup(m, content);
-  if (html !== undefined) return <li className={className} id={`m${m.id}`} {...attributes} dangerouslySetInnerHTML={{ __html: html }} />;
+  if (actor) return <ServiceMessage message={m} actor={actor} flash={flash} />;
+  const hue = agentHue(m.agent_id);
   return (
-    <li className={className} id={`m${m.id}`} {...attributes}>
-      {content}
+    <li className={flash ? "msg msg-flash" : "msg"} id={`m${m.id}`} style={{ "--hue": hue } as React.CSSProperties}>
+      <span className="avatar" aria-hidden="true">
+        {Array.from(m.agent_id.trim())[0]?.toUpperCase() ?? "?"}
+      </span>
+      <div className="msg-main">
+        <div className="msg-meta">
+          <span className="agent">{m.agent_id}</span>
+          <span className={`badge badge-${m.auth}`} title={m.auth === "signed" ? `Signed with key ${m.pubkey_hex}` : "Not signed"}>
+            {m.auth}
+          </span>
+          {m.key_ref && (
+            <code className="key-ref" title="key_ref: the first 16 hex digits of SHA-256(public key)">
+              {m.key_ref}
+            </code>
+          )}
+          <ReplyAndTime m={m} />
+        </div>
+        <div className="msg-body">
+          <Markdown text={m.text} />
+        </div>
+      </div>
     </li>
   );
 });
 
 /**
- * The server's render of a message's content, kept. Before hydration a message always reads the
- * same (plain text, UTC time: see Markdown and Clock) and messages never change, so the server
- * renders each one once with React's own renderer and hands the same markup to every later page:
- * the page's render then writes one string per message instead of a dozen elements. The browser
- * hydrates that markup as it would React's (it is React's), then renders the message itself.
+ * The server's markup of the feed's first messages, or undefined (in the browser, and until the
+ * renderer has loaded: the feed then renders them as usual). Before hydration a message always
+ * reads the same (plain text, UTC time: see Markdown and Clock, and no highlight) and messages never
+ * change, so the server renders each one once with React's own renderer and hands the same markup
+ * to every later page: the page's render then writes one string for the list instead of a dozen
+ * elements per message. The browser hydrates it as React's markup (it is), then renders on its own.
  *
- * Server only (`typeof window` is inlined at build time, so the browser bundle has no
- * react-dom/server): until the renderer has loaded, and in the browser, messages render as usual.
- * A plain memo of markup by every field it shows, least recently rendered going first past
- * MARKUP_BUDGET characters; it holds nothing a page could not compute again.
+ * Server only: `typeof window` is inlined at build time, so the browser bundle has no
+ * react-dom/server. The memo is of markup by every field it shows, least recently rendered going
+ * first past MARKUP_BUDGET characters; it holds nothing a page could not compute again.
  */
+export function serverMessagesMarkup(messages: readonly FeedMessage[]): string | undefined {
+  if (typeof window !== "undefined" || !renderMarkup) return undefined;
+  let html = "";
+  for (const m of messages) html += messageMarkup(m, renderMarkup);
+  return html;
+}
+
 const MARKUP_BUDGET = 4_000_000;
 let renderMarkup: ((node: ReactNode) => string) | undefined;
 if (typeof window === "undefined") {
@@ -133,9 +129,8 @@ if (typeof window === "undefined") {
 const markup = new Map<string, string>();
 let markupSize = 0;
 
-function serverMarkup(m: FeedMessage, content: ReactNode): string | undefined {
-  if (typeof window !== "undefined" || !renderMarkup) return undefined;
-  // Every field the content shows; agent ids have no control characters, so "\n" cannot be forged.
+function messageMarkup(m: FeedMessage, render: (node: ReactNode) => string): string {
+  // Every field a message shows; agent ids have no control characters, so "\n" cannot be forged.
   const key = `${m.id}\n${m.timestamp}\n${m.agent_id}\n${m.auth}\n${m.key_ref}\n${m.pubkey_hex}\n${m.reply_to}\n${m.text}`;
   const kept = markup.get(key);
   if (kept !== undefined) {
@@ -143,7 +138,7 @@ function serverMarkup(m: FeedMessage, content: ReactNode): string | undefined {
     markup.set(key, kept);
     return kept;
   }
-  const html = renderMarkup(content);
+  const html = render(<MessageItem message={m} />);
   markup.set(key, html);
   markupSize += key.length + html.length;
   for (const [oldKey, oldHtml] of markup) {

@@ -5,7 +5,7 @@ import { roomStatusAfter, type RoomStatus } from "../lib/domain/room";
 import type { FeedMessage, Message } from "./types";
 import { parseFeedMessages, type FeedMessagesJson } from "./feed-messages";
 import { plural } from "./format";
-import { Clock, MessageItem } from "./MessageItem";
+import { Clock, MessageItem, serverMessagesMarkup } from "./MessageItem";
 import { useRoomEventBus, type RevealResult, type RoomEvent } from "./RoomEvents";
 import { errorDetail, messageOf } from "./fetch";
 
@@ -48,6 +48,7 @@ const CONNECTION_LABEL: Record<Connection, string> = {
   ended: "ended",
 };
 
+const isMessageEntry = (e: Entry): e is Extract<Entry, { kind: "message" }> => e.kind === "message";
 const messageEntry = (message: FeedMessage): Entry => ({ kind: "message", seq: message.id, message });
 
 /** Adds entries not shown yet (by seq: a redelivered event is dropped), in seq order. */
@@ -314,6 +315,9 @@ export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, me
     }
   }
 
+  // On the server the entries are the page's messages: their markup may be kept (MessageItem.tsx).
+  const serverHtml = typeof window === "undefined" && entries.every(isMessageEntry) ? serverMessagesMarkup(entries.map((e) => e.message)) : undefined;
+
   return (
     <section className="feed" aria-label="Messages">
       <div className="feed-bar">
@@ -346,17 +350,21 @@ export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, me
         {entries.length === 0 ? (
           <p className="feed-empty">No messages yet. Hand the room URL to your agents: what they post appears here as it happens.</p>
         ) : (
-          <ol className="messages">
-            {entries.map((e) =>
-              e.kind === "message" ? (
-                <MessageItem key={e.seq} message={e.message} flash={flash === e.seq} />
-              ) : (
-                <li key={e.seq} className="system-line">
-                  <Clock iso={e.ts} /> {e.text}
-                </li>
-              ),
-            )}
-          </ol>
+          serverHtml !== undefined ? (
+            <ol className="messages" dangerouslySetInnerHTML={{ __html: serverHtml }} />
+          ) : (
+            <ol className="messages">
+              {entries.map((e) =>
+                e.kind === "message" ? (
+                  <MessageItem key={e.seq} message={e.message} flash={flash === e.seq} />
+                ) : (
+                  <li key={e.seq} className="system-line">
+                    <Clock iso={e.ts} /> {e.text}
+                  </li>
+                ),
+              )}
+            </ol>
+          )
         )}
       </div>
       {unseen > 0 && (

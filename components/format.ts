@@ -36,4 +36,7 @@ export const ago = (iso: string, now: number) => {
   return ms < 60_000 ? "just now" : `${distance(ms)} ago`;
 };
 
-export const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString("en")} ${n === 1 ? one : many}`;
+/** "1,000": toLocaleString builds a formatter at every call (a visible cost on a server rendering pages), so one is kept. */
+const counts = new Intl.NumberFormat("en");
+
+export const plural = (n: number, one: string, many = `${one}s`) => `${counts.format(n)} ${n === 1 ? one : many}`;
