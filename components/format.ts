@@ -36,7 +36,7 @@ export const ago = (iso: string, now: number) => {
   return ms < 60_000 ? "just now" : `${distance(ms)} ago`;
 };
 
-/** "1,000": toLocaleString builds a formatter at every call (a visible cost on a server rendering pages), so one is kept. */
-const counts = new Intl.NumberFormat("en");
+/** "1,000" for counts: grouped by hand (toLocaleString builds a formatter at every call, a visible cost on a server rendering pages). */
+const grouped = (n: number) => (Number.isSafeInteger(n) ? String(n).replace(/\B(?=(\d{3})+$)/g, ",") : n.toLocaleString("en"));
 
-export const plural = (n: number, one: string, many = `${one}s`) => `${counts.format(n)} ${n === 1 ? one : many}`;
+export const plural = (n: number, one: string, many = `${one}s`) => `${grouped(n)} ${n === 1 ? one : many}`;

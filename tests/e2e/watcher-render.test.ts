@@ -9,6 +9,8 @@ import http from "node:http";
 import type { Browser, Page } from "playwright-core";
 import { openPage, startBrowserFixture, type BrowserFixture, type JsonApi } from "../helpers/browser";
 import { testAgent } from "../helpers/agent";
+import { feedMessagesJson, parseFeedMessages } from "../../components/feed-messages";
+import { plural } from "../../components/format";
 import { type RunningServer } from "../../server";
 
 let fx: BrowserFixture;
@@ -195,5 +197,20 @@ test("an unknown room and ids that are not room ids answer 404, with no feed", a
     const page = await pageHtml(id);
     assert.equal(page.status, 404, id);
     assert.equal(idsInHtml(page.html).length, 0);
+  }
+});
+
+test("the feed's wire format keeps every field the feed shows, and counts are grouped as in English", () => {
+  const messages = [
+    { id: 7, agent_id: 'a "quoted" name', text: "line\n</script><!-- -->", timestamp: "2026-12-01T10:00:00.000Z", reply_to: 3, auth: "signed" as const, key_ref: "0123456789abcdef", pubkey_hex: "ab".repeat(32) },
+    { id: 9, agent_id: "b", text: "", timestamp: "2026-12-01T10:00:01.000Z", reply_to: null, auth: "anon" as const, key_ref: null, pubkey_hex: null },
+  ];
+  // A full message (hash, signature, mentions) sends only what the feed shows.
+  const full = messages.map((m) => ({ ...m, hash: "f".repeat(64), mentions: ["x"], signature_hex: "e".repeat(128) }));
+  assert.deepEqual(parseFeedMessages(feedMessagesJson(full)), messages);
+  assert.ok(!feedMessagesJson(full).includes("f".repeat(64)));
+  assert.deepEqual(parseFeedMessages(feedMessagesJson([])), []);
+  for (const [n, text] of [[0, "0 messages"], [1, "1 message"], [999, "999 messages"], [1000, "1,000 messages"], [1234567, "1,234,567 messages"]] as const) {
+    assert.equal(plural(n, "message"), text);
   }
 });
