@@ -114,7 +114,13 @@ export const MessageItem = memo(function MessageItem({ message: m, flash = false
 export function serverMessagesMarkup(messages: readonly FeedMessage[]): string | undefined {
   if (typeof window !== "undefined" || !renderMarkup) return undefined;
   let html = "";
-  for (const m of messages) html += messageMarkup(m, renderMarkup);
+  try {
+    for (const m of messages) html += messageMarkup(m, renderMarkup);
+  } catch (err) {
+    // Never a broken page for a faster one: the feed renders the messages itself.
+    console.error(err);
+    return undefined;
+  }
   return html;
 }
 
