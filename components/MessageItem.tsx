@@ -2,6 +2,7 @@
 
 import { memo, type ReactNode } from "react";
 import type { FeedMessage } from "./types";
+import { parseFeedMessages, type FeedMessagesJson } from "./feed-messages";
 import { serviceName } from "./AgentName";
 import { agentHue } from "./format";
 import { useHydrated } from "./hydrated";
@@ -100,31 +101,42 @@ export const MessageItem = memo(function MessageItem({ message: m, flash = false
 });
 
 /**
- * The server's markup of the feed's first messages, or undefined (in the browser, and until the
- * renderer has loaded: the feed then renders them as usual). Before hydration a message always
- * reads the same (plain text, UTC time: see Markdown and Clock, and no highlight) and messages never
- * change, so the server renders each one once with React's own renderer and hands the same markup
- * to every later page: the page's render then writes one string for the list instead of a dozen
- * elements per message. The browser hydrates it as React's markup (it is), then renders on its own.
+ * The server's render of the feed's first messages (the page's JSON, see feed-messages.ts): the
+ * messages, and their markup unless it cannot be had (the renderer not loaded yet: the feed then
+ * renders them itself). Before hydration a message always reads the same (plain text, UTC time:
+ * see Markdown and Clock, and no highlight) and messages never change, so the server renders each
+ * one once with React's own renderer and hands the same markup to every later page: the page's
+ * render then writes one string for the list instead of a dozen elements per message. The browser
+ * hydrates it as React's markup (it is), then renders on its own.
  *
  * Server only: `typeof window` is inlined at build time, so the browser bundle has no
- * react-dom/server. The memo is of markup by every field it shows, least recently rendered going
- * first past MARKUP_BUDGET characters; it holds nothing a page could not compute again.
+ * react-dom/server. Two memos, of what a page could always compute again: each message's markup by
+ * every field it shows (least recently rendered first out past MARKUP_BUDGET characters), and the
+ * whole list by its JSON (one per room head being watched, the oldest first out past MAX_LISTS),
+ * which also spares the parse.
  */
-export function serverMessagesMarkup(messages: readonly FeedMessage[]): string | undefined {
-  if (typeof window !== "undefined" || !renderMarkup) return undefined;
+export function serverFeed(json: FeedMessagesJson): { messages: FeedMessage[]; html: string | undefined } {
+  const render = typeof window === "undefined" ? renderMarkup : undefined;
+  if (!render) return { messages: parseFeedMessages(json), html: undefined };
+  const kept = lists.get(json);
+  if (kept) return kept;
+  const messages = parseFeedMessages(json);
   let html = "";
   try {
-    for (const m of messages) html += messageMarkup(m, renderMarkup);
+    for (const m of messages) html += messageMarkup(m, render);
   } catch (err) {
     // Never a broken page for a faster one: the feed renders the messages itself.
     console.error(err);
-    return undefined;
+    return { messages, html: undefined };
   }
-  return html;
+  const list = { messages, html };
+  if (lists.size >= MAX_LISTS) lists.delete(lists.keys().next().value!);
+  lists.set(json, list);
+  return list;
 }
 
 const MARKUP_BUDGET = 4_000_000;
+const MAX_LISTS = 64;
 let renderMarkup: ((node: ReactNode) => string) | undefined;
 if (typeof window === "undefined") {
   void import("react-dom/server").then(
@@ -132,6 +144,7 @@ if (typeof window === "undefined") {
     () => {},
   );
 }
+const lists = new Map<string, { messages: FeedMessage[]; html: string }>();
 const markup = new Map<string, string>();
 let markupSize = 0;
 

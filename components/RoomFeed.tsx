@@ -5,7 +5,7 @@ import { roomStatusAfter, type RoomStatus } from "../lib/domain/room";
 import type { FeedMessage, Message } from "./types";
 import { parseFeedMessages, type FeedMessagesJson } from "./feed-messages";
 import { plural } from "./format";
-import { Clock, MessageItem, serverMessagesMarkup } from "./MessageItem";
+import { Clock, MessageItem, serverFeed } from "./MessageItem";
 import { useRoomEventBus, type RevealResult, type RoomEvent } from "./RoomEvents";
 import { errorDetail, messageOf } from "./fetch";
 
@@ -48,7 +48,6 @@ const CONNECTION_LABEL: Record<Connection, string> = {
   ended: "ended",
 };
 
-const isMessageEntry = (e: Entry): e is Extract<Entry, { kind: "message" }> => e.kind === "message";
 const messageEntry = (message: FeedMessage): Entry => ({ kind: "message", seq: message.id, message });
 
 /** Adds entries not shown yet (by seq: a redelivered event is dropped), in seq order. */
@@ -112,7 +111,9 @@ export interface RoomFeedProps {
 
 /** The live feed: one SSE stream, newest at the bottom, older pages on demand. */
 export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, messageCount, status: initialStatus, expiresAt }: RoomFeedProps) {
-  const [entries, setEntries] = useState<Entry[]>(() => parseFeedMessages(initialMessages).map(messageEntry));
+  // On the server the first messages (and their markup) may be kept: see serverFeed.
+  const server = typeof window === "undefined" ? serverFeed(initialMessages) : undefined;
+  const [entries, setEntries] = useState<Entry[]>(() => (server ? server.messages : parseFeedMessages(initialMessages)).map(messageEntry));
   const [hasOlder, setHasOlder] = useState(initialHasOlder);
   const [older, setOlder] = useState<{ loading: boolean; error?: string }>({ loading: false });
   const [connection, setConnection] = useState<Connection>("connecting");
@@ -315,8 +316,8 @@ export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, me
     }
   }
 
-  // On the server the entries are the page's messages: their markup may be kept (MessageItem.tsx).
-  const serverHtml = typeof window === "undefined" && entries.every(isMessageEntry) ? serverMessagesMarkup(entries.map((e) => e.message)) : undefined;
+  // On the server the entries are the page's first messages, whose markup serverFeed gave.
+  const serverHtml = server?.html;
 
   return (
     <section className="feed" aria-label="Messages">
