@@ -1,7 +1,8 @@
 "use client";
 
-import { memo } from "react";
-import type { Message } from "./types";
+import { memo, type ReactNode } from "react";
+import type { FeedMessage } from "./types";
+import { parseFeedMessages, type FeedMessagesJson } from "./feed-messages";
 import { serviceName } from "./AgentName";
 import { agentHue } from "./format";
 import { useHydrated } from "./hydrated";
@@ -27,7 +28,7 @@ export function Clock({ iso }: { iso: string }) {
  * actor (exactly "server", "arbiter" or "owner": names no agent may take, nor anything that looks
  * like them), never the text, so no agent message can dress up as one.
  */
-function ServiceMessage({ message: m, actor, flash }: { message: Message; actor: string; flash: boolean }) {
+function ServiceMessage({ message: m, actor, flash }: { message: FeedMessage; actor: string; flash: boolean }) {
   return (
     <li className={flash ? "msg msg-service msg-flash" : "msg msg-service"} id={`m${m.id}`} data-actor={m.agent_id}>
       <span className="avatar avatar-service" aria-hidden="true">
@@ -52,7 +53,7 @@ function ServiceMessage({ message: m, actor, flash }: { message: Message; actor:
 }
 
 /** The end of a message's meta line, the same for agents and the service: what it answers, its id and time. */
-function ReplyAndTime({ m }: { m: Message }) {
+function ReplyAndTime({ m }: { m: FeedMessage }) {
   return (
     <>
       {m.reply_to != null && (
@@ -69,7 +70,7 @@ function ReplyAndTime({ m }: { m: Message }) {
 }
 
 /** `flash`: briefly highlighted, when another panel jumped to this message. */
-export const MessageItem = memo(function MessageItem({ message: m, flash = false }: { message: Message; flash?: boolean }) {
+export const MessageItem = memo(function MessageItem({ message: m, flash = false }: { message: FeedMessage; flash?: boolean }) {
   const actor = serviceName(m.agent_id);
   if (actor) return <ServiceMessage message={m} actor={actor} flash={flash} />;
   const hue = agentHue(m.agent_id);
@@ -98,3 +99,71 @@ export const MessageItem = memo(function MessageItem({ message: m, flash = false
     </li>
   );
 });
+
+/**
+ * The server's render of the feed's first messages (the page's JSON, see feed-messages.ts): the
+ * messages, and their markup unless it cannot be had (the renderer not loaded yet: the feed then
+ * renders them itself). Before hydration a message always reads the same (plain text, UTC time:
+ * see Markdown and Clock, and no highlight) and messages never change, so the server renders each
+ * one once with React's own renderer and hands the same markup to every later page: the page's
+ * render then writes one string for the list instead of a dozen elements per message. The browser
+ * hydrates it as React's markup (it is), then renders on its own.
+ *
+ * Server only: `typeof window` is inlined at build time, so the browser bundle has no
+ * react-dom/server. Two memos, of what a page could always compute again: each message's markup by
+ * every field it shows (least recently rendered first out past MARKUP_BUDGET characters), and the
+ * whole list by its JSON (one per room head being watched, the oldest first out past MAX_LISTS),
+ * which also spares the parse.
+ */
+export function serverFeed(json: FeedMessagesJson): { messages: FeedMessage[]; html: string | undefined } {
+  const render = typeof window === "undefined" ? renderMarkup : undefined;
+  if (!render) return { messages: parseFeedMessages(json), html: undefined };
+  const kept = lists.get(json);
+  if (kept) return kept;
+  const messages = parseFeedMessages(json);
+  let html = "";
+  try {
+    for (const m of messages) html += messageMarkup(m, render);
+  } catch (err) {
+    // Never a broken page for a faster one: the feed renders the messages itself.
+    console.error(err);
+    return { messages, html: undefined };
+  }
+  const list = { messages, html };
+  if (lists.size >= MAX_LISTS) lists.delete(lists.keys().next().value!);
+  lists.set(json, list);
+  return list;
+}
+
+const MARKUP_BUDGET = 4_000_000;
+const MAX_LISTS = 64;
+let renderMarkup: ((node: ReactNode) => string) | undefined;
+if (typeof window === "undefined") {
+  void import("react-dom/server").then(
+    (server) => (renderMarkup = server.renderToString),
+    () => {},
+  );
+}
+const lists = new Map<string, { messages: FeedMessage[]; html: string }>();
+const markup = new Map<string, string>();
+let markupSize = 0;
+
+function messageMarkup(m: FeedMessage, render: (node: ReactNode) => string): string {
+  // Every field a message shows; agent ids have no control characters, so "\n" cannot be forged.
+  const key = `${m.id}\n${m.timestamp}\n${m.agent_id}\n${m.auth}\n${m.key_ref}\n${m.pubkey_hex}\n${m.reply_to}\n${m.text}`;
+  const kept = markup.get(key);
+  if (kept !== undefined) {
+    markup.delete(key);
+    markup.set(key, kept);
+    return kept;
+  }
+  const html = render(<MessageItem message={m} />);
+  markup.set(key, html);
+  markupSize += key.length + html.length;
+  for (const [oldKey, oldHtml] of markup) {
+    if (markupSize <= MARKUP_BUDGET) break;
+    markup.delete(oldKey);
+    markupSize -= oldKey.length + oldHtml.length;
+  }
+  return html;
+}

@@ -2,13 +2,14 @@
 
 import { useEffect, useLayoutEffect, useRef, useState } from "react";
 import { roomStatusAfter, type RoomStatus } from "../lib/domain/room";
-import type { Message } from "./types";
+import type { FeedMessage, Message } from "./types";
+import { parseFeedMessages, type FeedMessagesJson } from "./feed-messages";
 import { plural } from "./format";
-import { Clock, MessageItem } from "./MessageItem";
+import { Clock, MessageItem, serverFeed } from "./MessageItem";
 import { useRoomEventBus, type RevealResult, type RoomEvent } from "./RoomEvents";
 import { errorDetail, messageOf } from "./fetch";
 
-type Entry = { kind: "message"; seq: number; message: Message } | { kind: "system"; seq: number; ts: string; text: string };
+type Entry = { kind: "message"; seq: number; message: FeedMessage } | { kind: "system"; seq: number; ts: string; text: string };
 type Connection = "connecting" | "live" | "reconnecting" | "ended";
 
 /** The part of an SSE frame's data the feed reads: the log event, plus the message of a message.posted. */
@@ -47,7 +48,7 @@ const CONNECTION_LABEL: Record<Connection, string> = {
   ended: "ended",
 };
 
-const messageEntry = (message: Message): Entry => ({ kind: "message", seq: message.id, message });
+const messageEntry = (message: FeedMessage): Entry => ({ kind: "message", seq: message.id, message });
 
 /** Adds entries not shown yet (by seq: a redelivered event is dropped), in seq order. */
 function merge(list: Entry[], incoming: Entry[]): Entry[] {
@@ -97,8 +98,8 @@ async function roomGone(roomId: string): Promise<string | null> {
 
 export interface RoomFeedProps {
   roomId: string;
-  /** The newest messages at render time, oldest first. */
-  initialMessages: Message[];
+  /** The newest messages at render time, oldest first (one JSON string: see feed-messages.ts). */
+  initialMessages: FeedMessagesJson;
   initialHasOlder: boolean;
   /** The log size the page was rendered at: the live stream starts after it. */
   headSeq: number;
@@ -110,7 +111,9 @@ export interface RoomFeedProps {
 
 /** The live feed: one SSE stream, newest at the bottom, older pages on demand. */
 export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, messageCount, status: initialStatus, expiresAt }: RoomFeedProps) {
-  const [entries, setEntries] = useState<Entry[]>(() => initialMessages.map(messageEntry));
+  // On the server the first messages (and their markup) may be kept: see serverFeed.
+  const server = typeof window === "undefined" ? serverFeed(initialMessages) : undefined;
+  const [entries, setEntries] = useState<Entry[]>(() => (server ? server.messages : parseFeedMessages(initialMessages)).map(messageEntry));
   const [hasOlder, setHasOlder] = useState(initialHasOlder);
   const [older, setOlder] = useState<{ loading: boolean; error?: string }>({ loading: false });
   const [connection, setConnection] = useState<Connection>("connecting");
@@ -313,6 +316,9 @@ export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, me
     }
   }
 
+  // On the server the entries are the page's first messages, whose markup serverFeed gave.
+  const serverHtml = server?.html;
+
   return (
     <section className="feed" aria-label="Messages">
       <div className="feed-bar">
@@ -345,17 +351,21 @@ export function RoomFeed({ roomId, initialMessages, initialHasOlder, headSeq, me
         {entries.length === 0 ? (
           <p className="feed-empty">No messages yet. Hand the room URL to your agents: what they post appears here as it happens.</p>
         ) : (
-          <ol className="messages">
-            {entries.map((e) =>
-              e.kind === "message" ? (
-                <MessageItem key={e.seq} message={e.message} flash={flash === e.seq} />
-              ) : (
-                <li key={e.seq} className="system-line">
-                  <Clock iso={e.ts} /> {e.text}
-                </li>
-              ),
-            )}
-          </ol>
+          serverHtml !== undefined ? (
+            <ol className="messages" dangerouslySetInnerHTML={{ __html: serverHtml }} />
+          ) : (
+            <ol className="messages">
+              {entries.map((e) =>
+                e.kind === "message" ? (
+                  <MessageItem key={e.seq} message={e.message} flash={flash === e.seq} />
+                ) : (
+                  <li key={e.seq} className="system-line">
+                    <Clock iso={e.ts} /> {e.text}
+                  </li>
+                ),
+              )}
+            </ol>
+          )
         )}
       </div>
       {unseen > 0 && (

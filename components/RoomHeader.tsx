@@ -3,7 +3,7 @@ import { ago, distance, shortId } from "./format";
 import type { RoomInfo } from "./types";
 
 /** The watcher's server-rendered header: id, badges, URL, description (as text), expiry. */
-export function RoomHeader({ room, now }: { room: RoomInfo; now: number }) {
+export function RoomHeader({ room, now }: { room: Omit<RoomInfo, "loop_guard">; now: number }) {
   return (
     <header className="room-head">
       <div className="room-title">

@@ -10,11 +10,14 @@ import { RoomFeed } from "../../components/RoomFeed";
 import { RoomHeader } from "../../components/RoomHeader";
 import { TaskBoard } from "../../components/TaskBoard";
 import { TurnsPanel } from "../../components/TurnsPanel";
+import { feedMessagesJson, type FeedMessagesJson } from "../../components/feed-messages";
 import { shortId } from "../../components/format";
 import { roomInstructions } from "../../lib/instructions/room";
+import { requireRoom } from "../../lib/services/access";
+import type { Caller, Services } from "../../lib/services/context";
 import { getContext } from "../../lib/services/ledger";
 import { readMessages } from "../../lib/services/messages";
-import { getRoom } from "../../lib/services/rooms";
+import { roomInfo } from "../../lib/services/rooms";
 import { listTasks } from "../../lib/services/tasks";
 import { currentTurn } from "../../lib/services/turns";
 import { errorCode, pageContext } from "../_lib/context";
@@ -25,12 +28,13 @@ const INITIAL_MESSAGES = 50;
 
 /**
  * The room, or "expired"; unknown rooms and ids that are not UUIDs are a 404. Cached for the
- * request, so generateMetadata and the page share one read.
+ * request, so generateMetadata and the page share one read. The room's info without the loop
+ * guard's counters (GET /api/rooms/{id} has them; the page shows none, and they cost a read).
  */
 const load = cache(async (id: string) => {
   const { svc, caller } = await pageContext();
   try {
-    return { svc, caller, room: await getRoom(svc, caller, id) };
+    return { svc, caller, room: roomInfo(svc, caller, await requireRoom(svc, id)) };
   } catch (err) {
     if (errorCode(err) === "room_expired") return { svc, caller, room: "expired" as const };
     if (errorCode(err) === "room_not_found" || errorCode(err) === "invalid_uuid") notFound();
@@ -56,17 +60,16 @@ export default async function RoomPage({ params }: Props) {
   const { svc, caller, room } = await load(id);
   if (room === "expired") return <Expired />;
 
-  // The live stream starts after head.size; a message posted between these two reads comes
-  // both in this page and on the stream, and the feed drops the second copy by its id.
-  const page = await readMessages(svc, room.uuid, { tail: INITIAL_MESSAGES, limit: INITIAL_MESSAGES });
+  const kept = keptAtHead(svc, room.uuid, room.head.size);
   // Read after head.size, like the messages: a ledger change in between is on the stream too, and
-  // the panel's re-read covers it.
-  const [ledger, { tasks: board }, turns, instructions] = await Promise.all([
+  // the panel's re-read covers it. The context is kept by lib/services/ledger itself.
+  const [page, ledger, board, turns, instructions] = await Promise.all([
+    kept.page,
     getContext(svc, room.uuid),
-    listTasks(svc, room.uuid),
+    kept.board,
     // Turns rooms only: read after head.size too, so a turn event in between is on the stream.
     room.mode === "turns" ? currentTurn(svc, room.uuid) : null,
-    roomInstructions(svc, caller, room.uuid),
+    instructionsFor(svc, caller, room.uuid, kept),
   ]);
   // The server's time at render: the panels' countdowns hydrate to the text the server printed.
   const now = svc.clock.now();
@@ -91,7 +94,7 @@ export default async function RoomPage({ params }: Props) {
           <RoomFeed
             roomId={room.uuid}
             initialMessages={page.messages}
-            initialHasOlder={page.has_more}
+            initialHasOlder={page.hasOlder}
             headSeq={room.head.size}
             messageCount={room.message_count}
             status={room.status}
@@ -105,6 +108,55 @@ export default async function RoomPage({ params }: Props) {
       <ReportRoom roomId={room.uuid} />
     </div>
   );
+}
+
+/**
+ * What the page shows of a room that only a new event can change (the newest messages, the task
+ * board, the agent instructions per origin), kept for the log head it was read at: every message,
+ * task change, ledger thread or status change appends an event and so moves the head, and a newer
+ * head replaces the entry. A watched room's page then costs no store read until something happens
+ * in it. Promises are kept, so the readers of one head share one read; a failed read is dropped.
+ */
+interface KeptPage {
+  /** The newest messages, as the feed takes them, and whether older ones exist. */
+  page: Promise<{ messages: FeedMessagesJson; hasOlder: boolean }>;
+  board: Promise<Awaited<ReturnType<typeof listTasks>>["tasks"]>;
+  /** By the caller's origin (the URLs in the text); a handful at most (PARLEY_PUBLIC_URL, allowed hosts). */
+  instructions: Map<string, Promise<string>>;
+}
+
+const MAX_ORIGINS = 8;
+const keptPages = (svc: Services) => svc.caches.of<KeptPage>("watcher-page", 256);
+
+function keptAtHead(svc: Services, uuid: string, head: number): KeptPage {
+  const cache = keptPages(svc);
+  const key = String(head);
+  const hit = cache.peek(uuid, key);
+  if (hit) return hit;
+  // The live stream starts after head.size; a message posted between these two reads comes
+  // both in this page and on the stream, and the feed drops the second copy by its id.
+  const entry: KeptPage = {
+    page: readMessages(svc, uuid, { tail: INITIAL_MESSAGES, limit: INITIAL_MESSAGES }).then((p) => ({ messages: feedMessagesJson(p.messages), hasOlder: p.has_more })),
+    board: listTasks(svc, uuid).then((r) => r.tasks),
+    instructions: new Map(),
+  };
+  const drop = () => {
+    if (cache.peek(uuid, key) === entry) cache.forget(uuid);
+  };
+  entry.page.catch(drop);
+  entry.board.catch(drop);
+  return cache.set(uuid, key, entry);
+}
+
+function instructionsFor(svc: Services, caller: Caller, uuid: string, kept: KeptPage): Promise<string> {
+  const hit = kept.instructions.get(caller.origin);
+  if (hit) return hit;
+  const text = roomInstructions(svc, caller, uuid);
+  if (kept.instructions.size < MAX_ORIGINS) {
+    kept.instructions.set(caller.origin, text);
+    text.catch(() => kept.instructions.delete(caller.origin));
+  }
+  return text;
 }
 
 function Expired() {
