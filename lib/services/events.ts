@@ -1,7 +1,7 @@
 import { bytesToBase64, bytesToHex } from "../log/bytes";
 import { signCheckpoint } from "../log/checkpoint";
 import { eventLeafHash, type EventSig, type LogEvent } from "../log/event";
-import { frontierAppend, frontierFromHex, frontierRoot, frontierToHex } from "../log/merkle";
+import { frontierAppend, frontierFromHex, frontierRoot, frontierToHex, type Frontier } from "../log/merkle";
 import { eventProblem, type EventType } from "../domain/catalogue";
 import { eventToRow } from "../store/rows";
 import { RetryWithSavepoints } from "../store/repository";
@@ -69,11 +69,13 @@ export async function appendEvent(svc: Services, tx: Tx, room: RoomRow, input: N
   };
   const leaf = eventLeafHash(event);
   const leafHex = bytesToHex(leaf);
-  const frontier = frontierAppend(frontierFromHex(JSON.parse(room.frontier) as string[]), room.headSize, leaf);
-  const root = frontierRoot(frontier);
+  // The frontier this transaction's appends left (kept parsed), else the room row's.
+  const pending = tx.heads.get(room.uuid);
+  const base = pending && pending.room.headSize === room.headSize ? pending.frontier : frontierFromHex(JSON.parse(room.frontier) as string[]);
+  const frontier = frontierAppend(base, room.headSize, leaf);
   const row = eventToRow(event, leafHex, "");
   const receipt: Receipt = { seq, leaf_hash: leafHex, checkpoint: "" };
-  const head = tx.heads.get(room.uuid) ?? { room, root, rows: [], receipts: [] };
+  const head = pending ?? { room, frontier, rows: [], receipts: [] };
   tx.heads.set(room.uuid, head);
   head.rows.push(row);
   head.receipts.push(receipt);
@@ -90,20 +92,22 @@ export async function appendEvent(svc: Services, tx: Tx, room: RoomRow, input: N
     ...patch,
     headSize: seq,
     headLeaf: leafHex,
-    headRoot: bytesToBase64(root),
-    frontier: JSON.stringify(frontierToHex(frontier)),
   };
   head.room = after;
-  head.root = root;
+  head.frontier = frontier;
   for (const hook of svc.appendHooks) await hook(tx, event, after);
   return { event, leafHash: leafHex, receipt, room: after, projected };
 }
 
 /** A room's appends in the open transaction, written and signed when its work is done. */
 interface PendingHead {
-  /** The room row after the last append (its checkpoint is set when signed). */
+  /**
+   * The room row after the last append. Its root, frontier and checkpoint are set when the batch is
+   * signed (one Merkle root per room per batch); until then they are the room's before the batch.
+   */
   room: RoomRow;
-  root: Uint8Array;
+  /** The Merkle frontier after the last append. */
+  frontier: Frontier;
   rows: EventRow[];
   receipts: Receipt[];
 }
@@ -143,10 +147,13 @@ function txOn(svc: Services, w: StoreWriter): Tx {
 async function signHeads(svc: Services, w: StoreWriter, heads: Map<string, PendingHead>): Promise<void> {
   if (heads.size === 0) return;
   for (const [uuid, head] of heads) {
+    const root = frontierRoot(head.frontier);
+    head.room.headRoot = bytesToBase64(root);
+    head.room.frontier = JSON.stringify(frontierToHex(head.frontier));
     const checkpoint = signCheckpoint({
       origin: `${svc.originHost}/room/${uuid}`,
       size: head.room.headSize,
-      root: head.root,
+      root,
       keyName: svc.key.keyName,
       pubkey: svc.key.pubkey,
       sign: svc.key.sign,
