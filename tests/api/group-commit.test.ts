@@ -77,6 +77,24 @@ describe("group commit", () => {
     assert.deepEqual(await texts(room), ["one", "two"]);
   });
 
+  test("writes to a room whose batch is still committing wait and share the next batch, in order", async () => {
+    const room = await newRoom();
+    const { value: ids, transactions } = await countingTransactions(async () => {
+      const all = [post(room, "ann", "first")];
+      // One more write on each of the next five turns of the event loop.
+      for (let i = 0; i < 5; i++) {
+        await new Promise((resolve) => setImmediate(resolve));
+        all.push(post(room, "ann", `later ${i}`));
+      }
+      return Promise.all(all);
+    });
+    assert.deepEqual(ids, ids.map((_, i) => ids[0]! + i), "contiguous ids, in the order written");
+    assert.deepEqual(await texts(room), ["first", "later 0", "later 1", "later 2", "later 3", "later 4"]);
+    // PostgreSQL's commit takes round trips: the five wait for it and go in one batch. SQLite
+    // commits within its turn, so each later write finds the room free and commits alone.
+    assert.equal(transactions, TEST_BACKEND === "postgres" ? 2 : 6);
+  });
+
   test("an agent's first post rolled back leaves it unknown: its next post counts it, and later ones do not again", async () => {
     const room = (await f.api.room()).uuid;
     const agents = async () => (await f.api.get(`/api/rooms/${room}`)).body.agent_count as number;

@@ -33,7 +33,7 @@ if (kind === "node") {
   server.keepAliveTimeout = 65_000;
 } else if (kind === "fanout") {
   const streams = new Set<http.ServerResponse>();
-  let waiting: { res: http.ServerResponse; since: number }[] = [];
+  let waiting: http.ServerResponse[] = [];
   let seq = 0;
   const posted: { id: number }[] = [];
   const send = (res: http.ServerResponse, status: number, value: unknown) => {
@@ -60,7 +60,7 @@ if (kind === "node") {
           stream.socket?.uncork();
         }
         const page = { messages: [message], has_more: false, next_since: seq };
-        for (const w of waiting) send(w.res, 200, page);
+        for (const res of waiting) send(res, 200, page);
         waiting = [];
         send(res, 201, { message });
       });
@@ -74,8 +74,8 @@ if (kind === "node") {
       res.on("close", () => streams.delete(res));
     } else if (/[?&]wait=/.test(url)) {
       if (since < seq) return send(res, 200, { messages: posted.filter((m) => m.id > since), has_more: false, next_since: seq });
-      waiting.push({ res, since });
-      res.on("close", () => (waiting = waiting.filter((w) => w.res !== res)));
+      waiting.push(res);
+      res.on("close", () => (waiting = waiting.filter((w) => w !== res)));
     } else send(res, 200, { head: { size: seq }, messages: [], has_more: false, next_since: since });
   });
   server.keepAliveTimeout = 65_000;
