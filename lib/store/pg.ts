@@ -7,7 +7,7 @@ import { PROJECT_ROOT } from "../paths";
 // holds it in memory.
 import type pg from "pg";
 import { ParleyError } from "../errors";
-import { RetryWithSavepoints, type DeliveryRow, type DeliveryStatus, type Heads, type MessageRow, type RoomListQuery, type RoomRow, type Store, type StoreReader, type StoreWriter, type WebhookRow, type WriteOptions } from "./repository";
+import { RetryWithSavepoints, type DeliveryRow, type EventRow, type RoomAfterAppend, type DeliveryStatus, type Heads, type MessageRow, type RoomListQuery, type RoomRow, type Store, type StoreReader, type StoreWriter, type WebhookRow, type WriteOptions } from "./repository";
 import * as rows from "./rows";
 import { ROOM_COLS } from "./rows";
 import { ROOM_GONE } from "../realtime/notifier";
@@ -221,6 +221,79 @@ interface TxState {
   knownAgents: Set<string>;
   /** Those this transaction made sure of, added to knownAgents once it commits. */
   agents: string[];
+  /** What the lock statement read of each locked room, while no statement of the transaction has changed it. */
+  locked: Map<string, LockedRoom>;
+  /** Writes held back, to go in one statement with the commit's announcement (see FLUSH_HELD). */
+  held: Held;
+}
+
+/** Rows written at the end of a transaction, or before a statement that touches their tables. */
+interface Held {
+  messages: MessageRow[];
+  events: EventRow[];
+  rooms: (readonly [string, RoomAfterAppend])[];
+}
+
+/** A locked room as the transaction's first statement read it. */
+interface LockedRoom {
+  row?: RoomRow;
+  /** Whether the room has any webhook. */
+  hasWebhooks?: boolean;
+  /** The keys pinned to the room's agents (agent id → pubkey hex). */
+  keys?: Record<string, string>;
+}
+
+/**
+ * Locks a write's rooms, in one fixed order (two instances' batches over the same rooms cannot
+ * deadlock), and reads in the same statement what most writes then ask of each room: its row,
+ * whether it has webhooks, and its pinned keys. A batch of posts over many rooms pays one
+ * statement for them instead of three per post.
+ */
+const LOCK_ROOMS = `SELECT ${ROOM_COLS},
+    EXISTS (SELECT 1 FROM webhooks w WHERE w.room = rooms.uuid) AS "hasWebhooks",
+    (SELECT coalesce(json_object_agg(a.agent_id, a.pubkey_hex), '{}') FROM room_agents a WHERE a.room = rooms.uuid AND a.pubkey_hex IS NOT NULL) AS "keys"
+  FROM rooms WHERE uuid = ANY($1::text[]) ORDER BY uuid FOR UPDATE`;
+
+/** Statements that change what LockedRoom holds: any write to the rooms, webhooks or pinned keys. */
+const CHANGES_ROOMS = /\brooms\b/i;
+const CHANGES_WEBHOOKS = /\bwebhooks\b/i;
+/** Statements that read or write what Held holds: those rows are written first. */
+const TOUCHES_HELD = /\b(messages|events|rooms)\b/i;
+
+/**
+ * A transaction's appends in one statement: its message rows, its event rows and its rooms' new
+ * heads (one column array each, unnested side by side), with the NOTIFY payloads that announce
+ * them, delivered with the commit and never without it. The statement's text is fixed (empty
+ * arrays write nothing), so it is prepared once per connection.
+ */
+const FLUSH_HELD = `WITH m AS (
+    INSERT INTO messages (room, seq, agent_id, text, ts, reply_to, mentions, mention_keys, auth, key_ref, pubkey_hex, signature_hex, ts_iso, memory_root, hash)
+    SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[],
+      $11::text[], $12::text[], $13::text[], $14::text[], $15::text[])
+  ), e AS (
+    INSERT INTO events (room, seq, ts, type, actor, payload, server, prev, sig, leaf_hash, checkpoint)
+    SELECT * FROM unnest($16::text[], $17::int[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[], $23::text[], $24::text[], $25::text[], $26::text[])
+  ), h AS (
+    UPDATE rooms AS r SET head_size = v.head_size, head_leaf = v.head_leaf, head_root = v.head_root, frontier = v.frontier,
+      checkpoint = v.checkpoint, status = v.status, message_count = v.message_count, agent_count = v.agent_count,
+      last_activity_at = v.last_activity_at, expires_at = v.expires_at
+    FROM unnest($27::text[], $28::int[], $29::text[], $30::text[], $31::text[], $32::text[], $33::text[], $34::int[], $35::int[], $36::text[], $37::text[])
+      AS v(uuid, head_size, head_leaf, head_root, frontier, checkpoint, status, message_count, agent_count, last_activity_at, expires_at)
+    WHERE r.uuid = v.uuid
+  )
+  SELECT pg_notify($38, p) FROM unnest($39::text[]) AS p`;
+
+function flushValues(held: Held, announce: readonly string[]): unknown[] {
+  return [
+    ...columns(held.messages, [(m) => m.room, (m) => m.seq, (m) => m.agentId, (m) => m.text, (m) => m.ts, (m) => m.replyTo, (m) => m.mentions,
+      (m) => m.mentionKeys, (m) => m.auth, (m) => m.keyRef, (m) => m.pubkeyHex, (m) => m.signatureHex, (m) => m.tsIso, (m) => m.memoryRoot, (m) => m.hash]),
+    ...columns(held.events, [(e) => e.room, (e) => e.seq, (e) => e.ts, (e) => e.type, (e) => e.actor, (e) => e.payload, (e) => e.server, (e) => e.prev,
+      (e) => e.sig ?? null, (e) => e.leafHash, (e) => e.checkpoint]),
+    ...columns(held.rooms, [([u]) => u, ([, r]) => r.headSize, ([, r]) => r.headLeaf, ([, r]) => r.headRoot, ([, r]) => r.frontier, ([, r]) => r.checkpoint,
+      ([, r]) => r.status, ([, r]) => r.messageCount, ([, r]) => r.agentCount, ([, r]) => r.lastActivityAt, ([, r]) => r.expiresAt]),
+    NOTIFY_CHANNEL,
+    announce,
+  ];
 }
 /** Past this many, knownAgents starts again empty (a miss costs one statement). */
 const KNOWN_AGENTS_MAX = 200_000;
@@ -237,7 +310,9 @@ function columns<T>(rows: readonly T[], pick: ((row: T) => unknown)[]): unknown[
  * while its savepoint is not open has aborted the whole transaction: `aborted` then holds its
  * error, and the transaction is rolled back rather than committed.
  */
-function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): StoreWriter {
+type PgWriter = StoreWriter & { flushHeld(announce?: readonly string[]): Promise<void> };
+
+function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): PgWriter {
   let savepoints = 0;
   /** The savepoint to open before the next write, and the one that is open. */
   let pending: string | undefined;
@@ -247,7 +322,12 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): StoreWriter
   const query = async (config: string | pg.QueryConfig, values?: unknown[]) => {
     const text = typeof config === "string" ? config : config.text;
     const reads = /^\s*SELECT\b/i.test(text);
-    if (!reads) writes++;
+    if (text !== FLUSH_HELD && TOUCHES_HELD.test(text)) await flushHeld();
+    if (!reads) {
+      writes++;
+      if (CHANGES_ROOMS.test(text)) for (const locked of state.locked.values()) locked.row = undefined;
+      if (CHANGES_WEBHOOKS.test(text)) for (const locked of state.locked.values()) locked.hasWebhooks = undefined;
+    }
     if (pending !== undefined && !reads) {
       await raw.query(`SAVEPOINT ${pending}`);
       open = pending;
@@ -263,9 +343,29 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): StoreWriter
   };
   const client = { query } as unknown as Queryable;
   const run = async (text: string, values: unknown[], name?: string) => (await client.query(name ? { name, text, values } : { text, values })).rowCount ?? 0;
+  /** Writes what is held back so far, and announces `announce` with the commit: one statement, outside any savepoint (none is open while rows are held). */
+  async function flushHeld(announce: readonly string[] = []): Promise<void> {
+    const held = state.held;
+    if (held.messages.length + held.events.length + held.rooms.length + announce.length === 0) return;
+    state.held = { messages: [], events: [], rooms: [] };
+    await client.query({ name: "flush_held", text: FLUSH_HELD, values: flushValues(held, announce) });
+  }
+  /** Holds rows back while no savepoint is pending or open (a plain write, or a batch run without savepoints); false: write them now. */
+  const holds = () => pending === undefined && open === undefined;
+  const reader = readerOn(client);
   return {
-    ...readerOn(client),
+    ...reader,
     ...adminPgWriter(client),
+    flushHeld,
+    // A locked room's row, webhooks and pins as the lock statement read them, until a statement changes them.
+    getRoom: async (uuid) => state.locked.get(uuid)?.row ?? reader.getRoom(uuid),
+    listWebhooks: async (room) => (state.locked.get(room)?.hasWebhooks === false ? [] : reader.listWebhooks(room)),
+    async agentKey(room, agent) {
+      const keys = state.locked.get(room)?.keys;
+      if (keys === undefined) return reader.agentKey(room, agent);
+      const pubkeyHex = keys[agent];
+      return pubkeyHex === undefined ? undefined : { pubkeyHex };
+    },
     insertRoom: async (r) =>
       void (await run(
         `INSERT INTO rooms (uuid, description, is_public, protocol_mode, mode, status, owner_token_hash, created_at, last_activity_at, expires_at,
@@ -276,19 +376,11 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): StoreWriter
           r.messageCount, r.agentCount, r.headSize, r.headLeaf, r.headRoot, r.frontier, r.checkpoint, r.arbiterWatermark, r.arbiterCalls,
           r.arbiterTokens, r.arbiterItems, r.lastExtractionError],
       )),
-    // Every room of the transaction in one statement: one column array each, unnested side by side.
-    updateRoomsAfterAppend: async (list) =>
-      void (await run(
-        `UPDATE rooms AS r SET head_size = v.head_size, head_leaf = v.head_leaf, head_root = v.head_root, frontier = v.frontier,
-           checkpoint = v.checkpoint, status = v.status, message_count = v.message_count, agent_count = v.agent_count,
-           last_activity_at = v.last_activity_at, expires_at = v.expires_at
-         FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::int[], $10::text[], $11::text[])
-           AS v(uuid, head_size, head_leaf, head_root, frontier, checkpoint, status, message_count, agent_count, last_activity_at, expires_at)
-         WHERE r.uuid = v.uuid`,
-        columns(list, [([u]) => u, ([, r]) => r.headSize, ([, r]) => r.headLeaf, ([, r]) => r.headRoot, ([, r]) => r.frontier, ([, r]) => r.checkpoint,
-          ([, r]) => r.status, ([, r]) => r.messageCount, ([, r]) => r.agentCount, ([, r]) => r.lastActivityAt, ([, r]) => r.expiresAt]),
-        "update_rooms_after_append",
-      )),
+    // Held, with the events, for the transaction's last statement.
+    async updateRoomsAfterAppend(list) {
+      if (!holds()) throw new Error("updateRoomsAfterAppend: a batch's heads are written after its savepoints");
+      state.held.rooms.push(...list);
+    },
     async updateArbiterState(uuid, s) {
       const cols = { arbiterWatermark: "arbiter_watermark", arbiterCalls: "arbiter_calls", arbiterTokens: "arbiter_tokens", arbiterItems: "arbiter_items", lastExtractionError: "last_extraction_error" } as const;
       const set = (Object.keys(s) as (keyof typeof cols)[]).filter((k) => s[k] !== undefined);
@@ -296,14 +388,8 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): StoreWriter
       await run(`UPDATE rooms SET ${set.map((k, i) => `${cols[k]} = $${i + 2}`).join(", ")} WHERE uuid = $1`, [uuid, ...set.map((k) => s[k])]);
     },
     async insertEvents(rows) {
-      if (rows.length === 0) return;
-      await run(
-        `INSERT INTO events (room, seq, ts, type, actor, payload, server, prev, sig, leaf_hash, checkpoint)
-         SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])`,
-        columns(rows, [(e) => e.room, (e) => e.seq, (e) => e.ts, (e) => e.type, (e) => e.actor, (e) => e.payload, (e) => e.server, (e) => e.prev,
-          (e) => e.sig ?? null, (e) => e.leafHash, (e) => e.checkpoint]),
-        "insert_events",
-      );
+      if (!holds()) throw new Error("insertEvents: a batch's events are written after its savepoints");
+      state.held.events.push(...rows);
       for (const e of rows) heads.set(e.room, Math.max(heads.get(e.room) ?? 0, e.seq));
     },
     // An agent who posted in the room before has its row for good (until the room goes): only its
@@ -322,13 +408,17 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): StoreWriter
     },
     useNonce: async (room, pubkey, nonce, seq) =>
       (await run(`INSERT INTO signature_nonces (room, pubkey_hex, nonce, seq) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, [room, pubkey, nonce, seq], "use_nonce")) === 1,
-    pinAgentKey: async (room, agentId, pubkeyHex) =>
-      void (await run(
+    async pinAgentKey(room, agentId, pubkeyHex) {
+      const locked = state.locked.get(room);
+      if (locked) locked.keys = undefined;
+      await run(
         `INSERT INTO room_agents (room, agent_id, first_seq, pubkey_hex) VALUES ($1, $2, 0, $3)
          ON CONFLICT (room, agent_id) DO UPDATE SET pubkey_hex = excluded.pubkey_hex`,
         [room, agentId, pubkeyHex],
-      )),
+      );
+    },
     async deleteRoomData(uuid, keepTombstone) {
+      await flushHeld(); // rows held back for the room go with it
       // The cascade removes every row the room had; a tombstone is a fresh rooms row with no data.
       const gone = await one<RoomRow>(`DELETE FROM rooms WHERE uuid = $1 RETURNING ${ROOM_COLS}`, [uuid]);
       // Announced with the commit: the other instances end the room's streams and drop its kept row.
@@ -337,13 +427,20 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): StoreWriter
         await writerOn(raw, heads, state).insertRoom({ ...gone, status: "expired", description: "", frontier: "[]", checkpoint: "" });
       }
     },
-    insertMessage: async (m) =>
-      void (await run(
+    // Held back while no savepoint is pending or open (a plain write, or a batch run without
+    // savepoints), to go in one statement with the batch's other messages.
+    async insertMessage(m) {
+      if (holds()) {
+        state.held.messages.push(m);
+        return;
+      }
+      await run(
         `INSERT INTO messages (room, seq, agent_id, text, ts, reply_to, mentions, mention_keys, auth, key_ref, pubkey_hex, signature_hex, ts_iso, memory_root, hash)
          VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15)`,
         [m.room, m.seq, m.agentId, m.text, m.ts, m.replyTo, m.mentions, m.mentionKeys, m.auth, m.keyRef, m.pubkeyHex, m.signatureHex, m.tsIso, m.memoryRoot, m.hash],
         "insert_message",
-      )),
+      );
+    },
     async saveThread(room, t, openerKey) {
       const r = rows.threadRow(t, openerKey);
       await run(
@@ -479,11 +576,13 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): StoreWriter
       if (state.aborted !== undefined) throw state.aborted;
       if (state.optimistic) {
         const wrote = writes;
+        const held = state.held.messages.length;
         try {
           return await fn();
         } catch (err) {
           // Its writes cannot be undone alone: the transaction is run again with savepoints.
           if (writes > wrote) state.aborted ??= new RetryWithSavepoints();
+          state.held.messages.length = Math.min(held, state.held.messages.length);
           heads.clear();
           for (const [room, seq] of before) heads.set(room, seq);
           throw err;
@@ -539,19 +638,20 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     let state: TxState | undefined;
     try {
       await client.query("BEGIN");
+      state = { optimistic: options.optimistic === true, knownAgents, agents: [], locked: new Map(), held: { messages: [], events: [], rooms: [] } };
       if (lockRooms.length > 0) {
-        // Row locks in one fixed order: two instances' batches over the same rooms cannot deadlock.
-        await client.query(`SELECT 1 FROM rooms WHERE uuid = ANY($1::text[]) ORDER BY uuid FOR UPDATE`, [[...new Set(lockRooms)].sort()]);
+        const locked = await client.query<RoomRow & { hasWebhooks: boolean; keys: Record<string, string> }>({ name: "lock_rooms", text: LOCK_ROOMS, values: [[...new Set(lockRooms)].sort()] });
+        for (const { hasWebhooks, keys, ...row } of locked.rows) state.locked.set(row.uuid, { row, hasWebhooks, keys });
       }
-      state = { optimistic: options.optimistic === true, knownAgents, agents: [] };
-      const value = await fn(writerOn(client, heads, state));
+      const writer = writerOn(client, heads, state);
+      const value = await fn(writer);
+      // The held rows and the announcement (NOTIFY payloads are limited to 8000 bytes: in chunks).
+      const announced = [...heads];
+      const chunks: string[] = [];
+      for (let i = 0; i < announced.length; i += NOTIFY_CHUNK) chunks.push(JSON.stringify(announced.slice(i, i + NOTIFY_CHUNK)));
+      if (state.aborted === undefined) await writer.flushHeld(chunks);
       // A statement failed outside any savepoint: PostgreSQL has aborted the transaction.
       if (state.aborted !== undefined) throw state.aborted;
-      const announced = [...heads];
-      for (let i = 0; i < announced.length; i += NOTIFY_CHUNK) {
-        // Delivered to the listeners with the commit, never before it and never without it.
-        await client.query(`SELECT pg_notify($1, $2)`, [NOTIFY_CHANNEL, JSON.stringify(announced.slice(i, i + NOTIFY_CHUNK))]);
-      }
       await client.query("COMMIT");
       if (knownAgents.size + state.agents.length > KNOWN_AGENTS_MAX) knownAgents.clear();
       for (const key of state.agents) knownAgents.add(key);

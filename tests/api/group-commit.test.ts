@@ -8,6 +8,7 @@ import { ParleyError } from "../../lib/errors";
 import { queuedWrite } from "../../lib/services/events";
 import { appendMessage } from "../../lib/services/messages";
 import { requireOpenRoom } from "../../lib/services/access";
+import { pinnedKey } from "../../lib/services/signatures";
 import { startApi, TEST_BACKEND, type TestApi } from "../helpers/server";
 
 let f: TestApi;
@@ -93,6 +94,47 @@ describe("group commit", () => {
     // PostgreSQL's commit takes round trips: the five wait for it and go in one batch. SQLite
     // commits within its turn, so each later write finds the room free and commits alone.
     assert.equal(transactions, TEST_BACKEND === "postgres" ? 2 : 6);
+  });
+
+  test("a write that fails after its message was held back leaves no trace, without running the batch again", async () => {
+    const room = await newRoom();
+    await post(room, "ann", "known"); // ann's row exists: her posts write nothing before the commit on PostgreSQL
+    const { value, transactions } = await countingTransactions(() =>
+      Promise.allSettled([post(room, "ann", "one"), post(room, "ann", "undone", "after"), post(room, "ann", "two")]),
+    );
+    assert.deepEqual(value.map((v) => v.status), ["fulfilled", "rejected", "fulfilled"]);
+    assert.deepEqual(value.filter((v) => v.status === "fulfilled").map((v) => (v as PromiseFulfilledResult<number>).value), [3, 4]);
+    assert.equal(transactions, 1);
+    assert.deepEqual(await texts(room), ["known", "one", "two"]);
+    assert.equal((await f.api.post(`/api/rooms/${room}/verify`, {})).body.verdict, "CLEAN");
+  });
+
+  test("what one write of a batch changes, the next write of the batch sees: its message, a pinned key, a webhook, the room row", async () => {
+    const [room, other] = [await newRoom(), await newRoom()];
+    const svc = f.server.svc;
+    const key = "ab".repeat(32);
+    const [first, , seen, calls] = await Promise.all([
+      queuedWrite(svc, room, async (tx) => {
+        const current = await requireOpenRoom(svc, room, tx);
+        const { message } = await appendMessage(svc, tx, current, "ann", { text: "first" });
+        await tx.pinAgentKey(room, "ann", key);
+        await tx.insertWebhook({
+          id: crypto.randomUUID(), room, kind: "events", url: "https://example.com/hook", events: null, format: "json", mentioning: null,
+          roomUrl: `http://localhost/${room}`, secretHash: "x", createdAt: tx.now, consecutiveDead: 0, disabledAt: null, disabledReason: null, expiryAlertedFor: null,
+        });
+        return message.id;
+      }),
+      queuedWrite(svc, other, (tx) => tx.updateArbiterState(other, { arbiterCalls: 7 })),
+      queuedWrite(svc, room, async (tx) => ({
+        message: await tx.hasMessage(room, 2),
+        key: await pinnedKey(tx, room, "ann"),
+        webhooks: (await tx.listWebhooks(room)).length,
+      })),
+      queuedWrite(svc, other, async (tx) => (await tx.getRoom(other))?.arbiterCalls),
+    ]);
+    assert.equal(first, 2);
+    assert.deepEqual(seen, { message: true, key, webhooks: 1 });
+    assert.equal(calls, 7);
   });
 
   test("an agent's first post rolled back leaves it unknown: its next post counts it, and later ones do not again", async () => {
