@@ -232,6 +232,24 @@ interface Held {
   messages: MessageRow[];
   events: EventRow[];
   rooms: (readonly [string, RoomAfterAppend])[];
+  /** Used signature nonces (room, pubkey, nonce, seq); held only in a batch run without savepoints (a replay found at the flush runs the batch again with them). */
+  nonces: [string, string, string, number][];
+  /** The last state saved of each turns room and turn of the transaction, by room and by room + "\n" + id. */
+  turnRooms: Map<string, rows.TurnsRoomRow & { room: string }>;
+  turns: Map<string, rows.TurnRow & { room: string }>;
+}
+
+const noneHeld = (): Held => ({ messages: [], events: [], rooms: [], nonces: [], turnRooms: new Map(), turns: new Map() });
+
+/** What a write of a batch run without savepoints adds to Held, taken away again if it fails. */
+function heldMark(held: Held) {
+  return { messages: held.messages.length, nonces: held.nonces.length, turnRooms: new Map(held.turnRooms), turns: new Map(held.turns) };
+}
+function backToMark(held: Held, mark: ReturnType<typeof heldMark>): void {
+  held.messages.length = Math.min(mark.messages, held.messages.length);
+  held.nonces.length = Math.min(mark.nonces, held.nonces.length);
+  held.turnRooms = mark.turnRooms;
+  held.turns = mark.turns;
 }
 
 /** A locked room as the transaction's first statement read it. */
@@ -258,12 +276,12 @@ const LOCK_ROOMS = `SELECT ${ROOM_COLS},
 const CHANGES_ROOMS = /\brooms\b/i;
 const CHANGES_WEBHOOKS = /\bwebhooks\b/i;
 /** Statements that read or write what Held holds: those rows are written first. */
-const TOUCHES_HELD = /\b(messages|events|rooms)\b/i;
+const TOUCHES_HELD = /\b(messages|events|rooms|signature_nonces|turn_rooms|turns)\b/i;
 
 /**
- * A transaction's appends in one statement: its message rows, its event rows and its rooms' new
- * heads (one column array each, unnested side by side), with the NOTIFY payloads that announce
- * them, delivered with the commit and never without it. The statement's text is fixed (empty
+ * A transaction's appends in one statement: its message rows, event rows, rooms' new heads, used
+ * nonces and turn states (one column array each, unnested side by side), with the NOTIFY payloads
+ * that announce them, delivered with the commit and never without it. The statement's text is fixed (empty
  * arrays write nothing), so it is prepared once per connection.
  */
 const FLUSH_HELD = `WITH m AS (
@@ -280,6 +298,16 @@ const FLUSH_HELD = `WITH m AS (
     FROM unnest($27::text[], $28::int[], $29::text[], $30::text[], $31::text[], $32::text[], $33::text[], $34::int[], $35::int[], $36::text[], $37::text[])
       AS v(uuid, head_size, head_leaf, head_root, frontier, checkpoint, status, message_count, agent_count, last_activity_at, expires_at)
     WHERE r.uuid = v.uuid
+  ), n AS (
+    INSERT INTO signature_nonces (room, pubkey_hex, nonce, seq) SELECT * FROM unnest($40::text[], $41::text[], $42::text[], $43::int[])
+  ), tr AS (
+    INSERT INTO turn_rooms (room, status, data) SELECT * FROM unnest($44::text[], $45::text[], $46::text[])
+    ON CONFLICT (room) DO UPDATE SET status = excluded.status, data = excluded.data
+  ), t AS (
+    INSERT INTO turns (room, id, agent_id, status, deadline, lease_hash, data)
+    SELECT * FROM unnest($47::text[], $48::int[], $49::text[], $50::text[], $51::text[], $52::text[], $53::text[])
+    ON CONFLICT (room, id) DO UPDATE SET agent_id = excluded.agent_id, status = excluded.status, deadline = excluded.deadline,
+      lease_hash = excluded.lease_hash, data = excluded.data
   )
   SELECT pg_notify($38, p) FROM unnest($39::text[]) AS p`;
 
@@ -293,6 +321,9 @@ function flushValues(held: Held, announce: readonly string[]): unknown[] {
       ([, r]) => r.status, ([, r]) => r.messageCount, ([, r]) => r.agentCount, ([, r]) => r.lastActivityAt, ([, r]) => r.expiresAt]),
     NOTIFY_CHANNEL,
     announce,
+    ...columns(held.nonces, [(n) => n[0], (n) => n[1], (n) => n[2], (n) => n[3]]),
+    ...columns([...held.turnRooms.values()], [(r) => r.room, (r) => r.status, (r) => r.data]),
+    ...columns([...held.turns.values()], [(t) => t.room, (t) => t.id, (t) => t.agentId, (t) => t.status, (t) => t.deadline, (t) => t.leaseHash, (t) => t.data]),
   ];
 }
 /** Past this many, knownAgents starts again empty (a miss costs one statement). */
@@ -346,8 +377,8 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): PgWriter {
   /** Writes what is held back so far, and announces `announce` with the commit: one statement, outside any savepoint (none is open while rows are held). */
   async function flushHeld(announce: readonly string[] = []): Promise<void> {
     const held = state.held;
-    if (held.messages.length + held.events.length + held.rooms.length + announce.length === 0) return;
-    state.held = { messages: [], events: [], rooms: [] };
+    if (held.messages.length + held.events.length + held.rooms.length + held.nonces.length + held.turnRooms.size + held.turns.size + announce.length === 0) return;
+    state.held = noneHeld();
     await client.query({ name: "flush_held", text: FLUSH_HELD, values: flushValues(held, announce) });
   }
   /** Holds rows back while no savepoint is pending or open (a plain write, or a batch run without savepoints); false: write them now. */
@@ -406,8 +437,14 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): PgWriter {
       state.agents.push(key);
       return added;
     },
-    useNonce: async (room, pubkey, nonce, seq) =>
-      (await run(`INSERT INTO signature_nonces (room, pubkey_hex, nonce, seq) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, [room, pubkey, nonce, seq], "use_nonce")) === 1,
+    async useNonce(room, pubkey, nonce, seq) {
+      if (state.optimistic && holds()) {
+        if (state.held.nonces.some(([r, p, n]) => r === room && p === pubkey && n === nonce)) return false;
+        state.held.nonces.push([room, pubkey, nonce, seq]);
+        return true;
+      }
+      return (await run(`INSERT INTO signature_nonces (room, pubkey_hex, nonce, seq) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, [room, pubkey, nonce, seq], "use_nonce")) === 1;
+    },
     async pinAgentKey(room, agentId, pubkeyHex) {
       const locked = state.locked.get(room);
       if (locked) locked.keys = undefined;
@@ -504,6 +541,7 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): PgWriter {
     },
     async saveTurnsRoom(room, turnsRoom) {
       const r = rows.turnsRoomRow(turnsRoom);
+      if (holds()) return void state.held.turnRooms.set(room, { room, ...r });
       await run(
         `INSERT INTO turn_rooms (room, status, data) VALUES ($1, $2, $3) ON CONFLICT (room) DO UPDATE SET status = excluded.status, data = excluded.data`,
         [room, r.status, r.data],
@@ -512,6 +550,7 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): PgWriter {
     },
     async saveTurn(room, turn) {
       const r = rows.turnRow(turn);
+      if (holds()) return void state.held.turns.set(`${room}\n${r.id}`, { room, ...r });
       await run(
         `INSERT INTO turns (room, id, agent_id, status, deadline, lease_hash, data) VALUES ($1,$2,$3,$4,$5,$6,$7)
          ON CONFLICT (room, id) DO UPDATE SET agent_id = excluded.agent_id, status = excluded.status, deadline = excluded.deadline,
@@ -576,13 +615,13 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): PgWriter {
       if (state.aborted !== undefined) throw state.aborted;
       if (state.optimistic) {
         const wrote = writes;
-        const held = state.held.messages.length;
+        const mark = heldMark(state.held);
         try {
           return await fn();
         } catch (err) {
           // Its writes cannot be undone alone: the transaction is run again with savepoints.
           if (writes > wrote) state.aborted ??= new RetryWithSavepoints();
-          state.held.messages.length = Math.min(held, state.held.messages.length);
+          backToMark(state.held, mark);
           heads.clear();
           for (const [room, seq] of before) heads.set(room, seq);
           throw err;
@@ -638,7 +677,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     let state: TxState | undefined;
     try {
       await client.query("BEGIN");
-      state = { optimistic: options.optimistic === true, knownAgents, agents: [], locked: new Map(), held: { messages: [], events: [], rooms: [] } };
+      state = { optimistic: options.optimistic === true, knownAgents, agents: [], locked: new Map(), held: noneHeld() };
       if (lockRooms.length > 0) {
         const locked = await client.query<RoomRow & { hasWebhooks: boolean; keys: Record<string, string> }>({ name: "lock_rooms", text: LOCK_ROOMS, values: [[...new Set(lockRooms)].sort()] });
         for (const { hasWebhooks, keys, ...row } of locked.rows) state.locked.set(row.uuid, { row, hasWebhooks, keys });

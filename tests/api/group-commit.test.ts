@@ -137,6 +137,47 @@ describe("group commit", () => {
     assert.equal(calls, 7);
   });
 
+  test("a nonce used before, in an earlier batch or earlier in the same batch, is refused alone", async () => {
+    const room = await newRoom();
+    const svc = f.server.svc;
+    const use = (nonce: string) =>
+      queuedWrite(svc, room, async (tx) => {
+        const current = await requireOpenRoom(svc, room, tx);
+        if (!(await tx.useNonce(room, "cd".repeat(32), nonce, current.headSize + 1))) throw new ParleyError("replayed_signature", `nonce ${nonce} was used`);
+        return (await appendMessage(svc, tx, current, "ann", { text: nonce })).message.id;
+      });
+    await use("n1");
+    const { value, transactions } = await countingTransactions(() => Promise.allSettled([use("n2"), use("n1"), use("n2"), use("n3")]));
+    assert.deepEqual(value.map((v) => v.status), ["fulfilled", "rejected", "rejected", "fulfilled"]);
+    assert.deepEqual(value.filter((v) => v.status === "rejected").map((v) => (v as PromiseRejectedResult).reason.code), ["replayed_signature", "replayed_signature"]);
+    assert.deepEqual(await texts(room), ["n1", "n2", "n3"]);
+    // PostgreSQL writes a batch's nonces with its commit: the one used in an earlier batch is found
+    // there, and the batch runs again with savepoints. Within the batch, the second n2 is found at once.
+    assert.equal(transactions, TEST_BACKEND === "postgres" ? 2 : 1);
+    const twice = await countingTransactions(() => Promise.allSettled([use("n4"), use("n4")]));
+    assert.deepEqual(twice.value.map((v) => v.status), ["fulfilled", "rejected"]);
+    assert.equal(twice.transactions, 1);
+  });
+
+  test("a turns room's state saved by one write of a batch is what the next reads; a failed write's save is gone", async () => {
+    const created = await f.api.post("/api/rooms", { mode: "turns", turns: { participants: ["a", "b"] } });
+    assert.equal(created.status, 201);
+    const room = created.body.uuid as string;
+    const svc = f.server.svc;
+    const before = (await svc.store.getTurnsRoom(room))!;
+    const save = (round: number, fail?: boolean) =>
+      queuedWrite(svc, room, async (tx) => {
+        const current = (await tx.getTurnsRoom(room))!;
+        await tx.saveTurnsRoom(room, { ...current, round });
+        if (fail) throw new ParleyError("validation_error", "refused after saving");
+        return (await tx.getTurnsRoom(room))!.round;
+      });
+    const read = () => queuedWrite(svc, room, async (tx) => (await tx.getTurnsRoom(room))!.round);
+    const value = await Promise.allSettled([save(before.round + 5), read(), save(99, true), read()]);
+    assert.deepEqual(value.map((v) => (v.status === "fulfilled" ? v.value : "rejected")), [before.round + 5, before.round + 5, "rejected", before.round + 5]);
+    assert.equal((await svc.store.getTurnsRoom(room))!.round, before.round + 5);
+  });
+
   test("an agent's first post rolled back leaves it unknown: its next post counts it, and later ones do not again", async () => {
     const room = (await f.api.room()).uuid;
     const agents = async () => (await f.api.get(`/api/rooms/${room}`)).body.agent_count as number;
