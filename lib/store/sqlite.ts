@@ -326,7 +326,11 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter {
     `DELETE FROM webhook_deliveries WHERE (status = 'delivered' AND created_at < @deliveredBefore) OR (status = 'dead' AND created_at < @deadBefore)`,
   );
   const bool = (b: boolean) => (b ? 1 : 0);
-  let savepoints = 0;
+  // A batch's writes run one after another, each in its savepoint (they never nest): one name,
+  // prepared once, instead of a statement parsed per write.
+  const openSavepoint = sqlite.prepare("SAVEPOINT write");
+  const releaseSavepoint = sqlite.prepare("RELEASE write");
+  const rollbackSavepoint = sqlite.prepare("ROLLBACK TO write");
 
   return {
     ...reader,
@@ -380,16 +384,15 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter {
     markExpiryAlerted: async (room, expiresAt) => void markExpiryAlerted.run({ room, expiresAt }),
     pruneDeliveries: async (deliveredBefore, deadBefore) => pruneDeliveries.run({ deliveredBefore, deadBefore }).changes,
     async savepoint<T>(fn: () => Promise<T>): Promise<T> {
-      const name = `sp${++savepoints}`;
       const before = new Map(heads);
-      sqlite.exec(`SAVEPOINT ${name}`);
+      openSavepoint.run();
       try {
         const value = await fn();
-        sqlite.exec(`RELEASE ${name}`);
+        releaseSavepoint.run();
         return value;
       } catch (err) {
-        sqlite.exec(`ROLLBACK TO ${name}`);
-        sqlite.exec(`RELEASE ${name}`);
+        rollbackSavepoint.run();
+        releaseSavepoint.run();
         heads.clear();
         for (const [room, seq] of before) heads.set(room, seq); // its appends were rolled back
         throw err;
@@ -428,16 +431,18 @@ export function openSqliteStore(dataDir: string): Store {
 
   // The writer lock: each write transaction runs after the previous one has settled.
   let tail: Promise<unknown> = Promise.resolve();
+  // IMMEDIATE: the file's write lock from the start, so another process on the same file waits
+  // (busy_timeout) instead of failing at commit.
+  const begin = writeConn.prepare("BEGIN IMMEDIATE");
+  const commit = writeConn.prepare("COMMIT");
   function write<T>(_rooms: readonly string[], fn: (tx: StoreWriter) => Promise<T>): Promise<T> {
     const run = async (): Promise<T> => {
       heads.clear();
-      // IMMEDIATE: the file's write lock from the start, so another process on the same file
-      // waits (busy_timeout) instead of failing at commit.
-      writeConn.exec("BEGIN IMMEDIATE");
+      begin.run();
       let value: T;
       try {
         value = await fn(tx);
-        writeConn.exec("COMMIT");
+        commit.run();
       } catch (err) {
         if (writeConn.inTransaction) writeConn.exec("ROLLBACK");
         heads.clear();

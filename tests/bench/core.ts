@@ -322,22 +322,8 @@ export async function coreFigures(opts: {
       logLoad(report, `${label}: GET /api/server-key (a route that does nothing), 64 connections`, f.trivialRoute);
     }
 
-    if (wants("post")) {
-      f.post = await measure({ base, pid, connections: 64, requests: postRequests(rooms), route: POST_ROUTE });
-      logLoad(report, `${label}: POST message, 64 connections, 50 rooms`, f.post);
-    }
-
-    if (wants("signed")) {
-      // Nonces are one-time: wrk gets bodies of its own, signed after autocannon's run for about twice its count.
-      const acCount = 20_000;
-      const warmup = signedRequests(rooms, 10_000, acCount);
-      f.signed = await measure(
-        { base, pid, connections: 64, requests: signedRequests(rooms, acCount), warmup, route: POST_ROUTE },
-        (ac) => ({ requests: signedRequests(rooms, Math.ceil(ac.rate * DURATION * 2.5) + 2_000, acCount + warmup.length) }),
-      );
-      logLoad(report, `${label}: POST agent-signed message, 64 connections, 50 rooms`, f.signed);
-    }
-
+    // The read loads before the write loads: what the posts leave behind (PostgreSQL's checkpoint
+    // and autovacuum of what they wrote) would share the two cores with the reads.
     if (wants("idle")) {
       const quiet = await newRoom(base);
       const last = (await json(base, "POST", `/api/rooms/${quiet}/messages`, { agent_id: "a", text: "only" })).id as number;
@@ -356,6 +342,23 @@ export async function coreFigures(opts: {
       f.page = await measure({ base, pid, connections: 64, requests: pages, route: READ_ROUTE });
       logLoad(report, `${label}: GET a page of 100 messages, 64 connections`, f.page);
     }
+
+    if (wants("post")) {
+      f.post = await measure({ base, pid, connections: 64, requests: postRequests(rooms), route: POST_ROUTE });
+      logLoad(report, `${label}: POST message, 64 connections, 50 rooms`, f.post);
+    }
+
+    if (wants("signed")) {
+      // Nonces are one-time: wrk gets bodies of its own, signed after autocannon's run for about twice its count.
+      const acCount = 20_000;
+      const warmup = signedRequests(rooms, 10_000, acCount);
+      f.signed = await measure(
+        { base, pid, connections: 64, requests: signedRequests(rooms, acCount), warmup, route: POST_ROUTE },
+        (ac) => ({ requests: signedRequests(rooms, Math.ceil(ac.rate * DURATION * 2.5) + 2_000, acCount + warmup.length) }),
+      );
+      logLoad(report, `${label}: POST agent-signed message, 64 connections, 50 rooms`, f.signed);
+    }
+
     if (wants("watcher")) {
       const html = { accept: "text/html" };
       f.watcher = await measure({ base, pid, connections: 16, headers: html, requests: [{ method: "GET", path: `/${pageRoom}` }] });

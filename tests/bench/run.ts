@@ -15,7 +15,7 @@
  *                             chromium, turns, growth; backends: sqlite, postgres; extras (not in
  *                             the default run): arbiter, tasks, slow. E.g. BENCH_ONLY=ceiling,post,idle
  *                             or BENCH_ONLY=postgres,growth.
- *   BENCH_BIG_EVENTS=100000, BENCH_BIG_EVENTS_PG=10000   the large room of the growth and verify figures
+ *   BENCH_BIG_EVENTS=100000, BENCH_BIG_EVENTS_PG=100000   the large room of the growth and verify figures
  *   BENCH_GROWTH_SECONDS=3    length of each load of the growth figures
  *   BENCH_WARMUP_SECONDS=1    unmeasured load before each measured one
  *   BENCH_WRK_THREADS=1       wrk's threads (one, so that it takes no more of the cores than autocannon)
