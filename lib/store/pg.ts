@@ -7,7 +7,7 @@ import { PROJECT_ROOT } from "../paths";
 // holds it in memory.
 import type pg from "pg";
 import { ParleyError } from "../errors";
-import { RetryWithSavepoints, type DeliveryRow, type EventRow, type RoomAfterAppend, type DeliveryStatus, type Heads, type MessageRow, type RoomListQuery, type RoomRow, type Store, type StoreReader, type StoreWriter, type WebhookRow, type WriteOptions } from "./repository";
+import { RetryWithSavepoints, type DeliveryRow, type DeliveryStatus, type EventRow, type Heads, type MessageRow, type RoomAfterAppend, type RoomListQuery, type RoomRow, type Store, type StoreReader, type StoreWriter, type WebhookRow, type WriteOptions } from "./repository";
 import * as rows from "./rows";
 import { ROOM_COLS } from "./rows";
 import { ROOM_GONE } from "../realtime/notifier";
@@ -281,7 +281,7 @@ const TOUCHES_HELD = /\b(messages|events|rooms|signature_nonces|turn_rooms|turns
 /**
  * A transaction's appends in one statement: its message rows, event rows, rooms' new heads, used
  * nonces and turn states (one column array each, unnested side by side), with the NOTIFY payloads
- * that announce them, delivered with the commit and never without it. The statement's text is fixed (empty
+ * that announce them, delivered with the commit and never without it. Its text is fixed (empty
  * arrays write nothing), so it is prepared once per connection.
  */
 const FLUSH_HELD = `WITH m AS (
@@ -340,6 +340,11 @@ function columns<T>(rows: readonly T[], pick: ((row: T) => unknown)[]): unknown[
  * check before writing anything, and two round trips per write are saved. A statement that fails
  * while its savepoint is not open has aborted the whole transaction: `aborted` then holds its
  * error, and the transaction is rolled back rather than committed.
+ *
+ * While no savepoint is pending or open, the rows a batch's posts and turns write (Held) are held
+ * back and written by one statement with the commit's NOTIFY (FLUSH_HELD); the rooms' rows,
+ * webhooks and pins come from the lock statement (LOCK_ROOMS). A batch of posts over many rooms is
+ * then four statements: BEGIN, the lock, the flush, COMMIT.
  */
 type PgWriter = StoreWriter & { flushHeld(announce?: readonly string[]): Promise<void> };
 
@@ -353,6 +358,9 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): PgWriter {
   const query = async (config: string | pg.QueryConfig, values?: unknown[]) => {
     const text = typeof config === "string" ? config : config.text;
     const reads = /^\s*SELECT\b/i.test(text);
+    // What is held is written before any statement reads or changes its tables (in a batch run
+    // without savepoints that counts as a write of the write running now, which then, if it
+    // fails, runs the batch again with savepoints: rare, and never wrong).
     if (text !== FLUSH_HELD && TOUCHES_HELD.test(text)) await flushHeld();
     if (!reads) {
       writes++;
@@ -455,7 +463,6 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): PgWriter {
       );
     },
     async deleteRoomData(uuid, keepTombstone) {
-      await flushHeld(); // rows held back for the room go with it
       // The cascade removes every row the room had; a tombstone is a fresh rooms row with no data.
       const gone = await one<RoomRow>(`DELETE FROM rooms WHERE uuid = $1 RETURNING ${ROOM_COLS}`, [uuid]);
       // Announced with the commit: the other instances end the room's streams and drop its kept row.
