@@ -389,8 +389,13 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): PgWriter {
     state.held = noneHeld();
     await client.query({ name: "flush_held", text: FLUSH_HELD, values: flushValues(held, announce) });
   }
-  /** Holds rows back while no savepoint is pending or open (a plain write, or a batch run without savepoints); false: write them now. */
+  /** Whether rows are held back now: while no savepoint is pending or open (a plain write, or a batch run without savepoints). */
   const holds = () => pending === undefined && open === undefined;
+  /** Adds rows to Held: written with the batch's other rows, or at once (inside the write's savepoint) when savepoints are on. */
+  async function hold(add: (held: Held) => void): Promise<void> {
+    add(state.held);
+    if (!holds()) await flushHeld();
+  }
   const reader = readerOn(client);
   return {
     ...reader,
@@ -471,20 +476,7 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): PgWriter {
         await writerOn(raw, heads, state).insertRoom({ ...gone, status: "expired", description: "", frontier: "[]", checkpoint: "" });
       }
     },
-    // Held back while no savepoint is pending or open (a plain write, or a batch run without
-    // savepoints), to go in one statement with the batch's other messages.
-    async insertMessage(m) {
-      if (holds()) {
-        state.held.messages.push(m);
-        return;
-      }
-      await run(
-        `INSERT INTO messages (room, seq, agent_id, text, ts, reply_to, mentions, mention_keys, auth, key_ref, pubkey_hex, signature_hex, ts_iso, memory_root, hash)
-         VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15)`,
-        [m.room, m.seq, m.agentId, m.text, m.ts, m.replyTo, m.mentions, m.mentionKeys, m.auth, m.keyRef, m.pubkeyHex, m.signatureHex, m.tsIso, m.memoryRoot, m.hash],
-        "insert_message",
-      );
-    },
+    insertMessage: (m) => hold((held) => held.messages.push(m)),
     async saveThread(room, t, openerKey) {
       const r = rows.threadRow(t, openerKey);
       await run(
@@ -546,25 +538,10 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): PgWriter {
         "save_board_agent",
       );
     },
-    async saveTurnsRoom(room, turnsRoom) {
-      const r = rows.turnsRoomRow(turnsRoom);
-      if (holds()) return void state.held.turnRooms.set(room, { room, ...r });
-      await run(
-        `INSERT INTO turn_rooms (room, status, data) VALUES ($1, $2, $3) ON CONFLICT (room) DO UPDATE SET status = excluded.status, data = excluded.data`,
-        [room, r.status, r.data],
-        "save_turns_room",
-      );
-    },
-    async saveTurn(room, turn) {
+    saveTurnsRoom: (room, turnsRoom) => hold((held) => held.turnRooms.set(room, { room, ...rows.turnsRoomRow(turnsRoom) })),
+    saveTurn(room, turn) {
       const r = rows.turnRow(turn);
-      if (holds()) return void state.held.turns.set(`${room}\n${r.id}`, { room, ...r });
-      await run(
-        `INSERT INTO turns (room, id, agent_id, status, deadline, lease_hash, data) VALUES ($1,$2,$3,$4,$5,$6,$7)
-         ON CONFLICT (room, id) DO UPDATE SET agent_id = excluded.agent_id, status = excluded.status, deadline = excluded.deadline,
-           lease_hash = excluded.lease_hash, data = excluded.data`,
-        [room, r.id, r.agentId, r.status, r.deadline, r.leaseHash, r.data],
-        "save_turn",
-      );
+      return hold((held) => held.turns.set(`${room}\n${r.id}`, { room, ...r }));
     },
     insertWebhook: async (w) =>
       void (await run(

@@ -58,7 +58,7 @@ async function createRooms(base: string, count: number, inFlight = 32): Promise<
 }
 
 /** Per generator, the run with the higher rate (with the server's view and the CPU of that run). */
-export function betterOf(a: LoadResult, b: LoadResult): LoadResult {
+function betterOf(a: LoadResult, b: LoadResult): LoadResult {
   const ac = b.ac.rate > a.ac.rate ? b : a;
   const wrk = (b.wrk?.rate ?? 0) > (a.wrk?.rate ?? 0) ? b : a;
   return { ac: ac.ac, acServer: ac.acServer, acCpu: ac.acCpu, wrk: wrk.wrk, wrkServer: wrk.wrkServer, wrkCpu: wrk.wrkCpu };
