@@ -36,19 +36,32 @@ interface States {
  * server stores and serves.
  */
 export function replay(events: LogEvent[], leafHashesHex: string[]): Projections {
-  const states = Object.fromEntries(FEATURES.map((f) => [f.name, f.empty()])) as unknown as States;
-  const ctx: ReduceContext = { leafHash: "", quorum: AGREE_QUORUM_DEFAULT };
-  events.forEach((event, i) => {
-    ctx.leafHash = leafHashesHex[i]!;
+  const r = new Replayer();
+  events.forEach((event, i) => r.add(event, leafHashesHex[i]!));
+  return r.result();
+}
+
+/** replay fed one event at a time (the verifier's way: it keeps no event, only what the reducers build). */
+export class Replayer {
+  private readonly states = Object.fromEntries(FEATURES.map((f) => [f.name, f.empty()])) as unknown as States;
+  private readonly ctx: ReduceContext = { leafHash: "", quorum: AGREE_QUORUM_DEFAULT };
+
+  add(event: LogEvent, leafHashHex: string): void {
+    const { states, ctx } = this;
+    ctx.leafHash = leafHashHex;
     if (event.type === "room.created") ctx.quorum = quorumOf(event);
     for (const feature of reducersFor(event.type)) feature.apply(states[feature.name as FeatureName], event, ctx);
-  });
-  const { agents: _agents, ...room } = states.room;
-  return {
-    room,
-    messages: states.messages,
-    ledger: states.ledger,
-    board: { tasks: states.board.tasks.map(publicTask), agents: states.board.agents },
-    turns: { room: states.turns.room, turns: states.turns.turns.map(publicTurn) },
-  };
+  }
+
+  result(): Projections {
+    const { agents: _agents, ...room } = this.states.room;
+    const states = this.states;
+    return {
+      room,
+      messages: states.messages,
+      ledger: states.ledger,
+      board: { tasks: states.board.tasks.map(publicTask), agents: states.board.agents },
+      turns: { room: states.turns.room, turns: states.turns.turns.map(publicTurn) },
+    };
+  }
 }

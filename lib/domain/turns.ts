@@ -605,16 +605,23 @@ function isStep(step: Step, event: LoggedEvent, config: TurnsConfig): boolean {
  * speaker, rounds, absences, the completion protocol, the room's end).
  */
 export function turnRuleViolations(events: LoggedEvent[]): RuleViolation[] {
+  const check = turnRuleChecker();
+  for (const event of events) check.add(event);
+  return check.violations;
+}
+
+/** turnRuleViolations fed one event at a time (the verifier's way: it keeps no event). */
+export function turnRuleChecker(): { add(event: LoggedEvent): void; readonly violations: RuleViolation[] } {
   const violations: RuleViolation[] = [];
   const proj: TurnsProjection = { room: null, turns: [] };
   let plan: Step[] = [];
   let reply: { turn_id: number; text: string } | null = null;
   const flag = (event: LoggedEvent, detail: string) => violations.push({ seq: event.seq, detail: `Turns protocol: ${detail}` });
-  for (const event of events) {
+  const add = (event: LoggedEvent): void => {
     const room = proj.room;
     if (!room) {
       applyTurnEvent(proj, event);
-      continue;
+      return;
     }
     const p = event.payload as P;
     const turn = typeof p.turn_id === "number" ? proj.turns.find((t) => t.id === p.turn_id) : undefined;
@@ -644,8 +651,8 @@ export function turnRuleViolations(events: LoggedEvent[]): RuleViolation[] {
       plan = planAfterTurn(proj, turn, outcome, event.ts).slice(1);
     }
     applyTurnEvent(proj, event);
-  }
-  return violations;
+  };
+  return { add, violations };
 }
 
 /** The turns reducer: a turns room begins with its room.created event. */

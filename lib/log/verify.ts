@@ -3,11 +3,11 @@
  * watcher's browser. Pure: the caller supplies the Ed25519 verify function (node:crypto, WebCrypto
  * or @noble/ed25519), which may be async.
  */
-import { replay, type Projections } from "../domain/replay";
+import { Replayer, type Projections } from "../domain/replay";
 import { agentKey } from "../domain/names";
 import { SERVICE_ACTORS } from "../domain/room";
 import { eventProblem, isAgentWritten } from "../domain/catalogue";
-import { turnRuleViolations } from "../domain/turns";
+import { turnRuleChecker } from "../domain/turns";
 import { bytesEqual, bytesToBase64, bytesToHex, hexToBytes, utf8 } from "./bytes";
 import { keyId, parseCheckpoint, type ParsedCheckpoint } from "./checkpoint";
 import { ed25519InputProblem, isStrictEd25519Input } from "./ed25519";
@@ -89,11 +89,13 @@ type CheckpointEntry = { cp: ParsedCheckpoint; signature: boolean | Promise<bool
 
 /**
  * The verifier of SPEC 4.5, fed a room's bundle piece by piece: events in order, then (in any
- * order) checkpoints, the served projections and their messages, then finish(). It holds the
- * events once (the replay needs them), a 64-byte-per-leaf Merkle tree, and the served messages only
- * until each is compared — so a caller that streams the bundle (the CLI from a file, the server
- * from its store) never holds it twice. Ed25519 checks start as soon as a signature arrives; with an
- * async verify function they run beside the hashing. verifyBundle feeds it a parsed bundle.
+ * order) checkpoints, the served projections and their messages, then finish(). It keeps no event:
+ * each is hashed into a 64-byte-per-leaf Merkle tree and replayed into the projections as it
+ * arrives, each checkpoint's root is checked as soon as the tree reaches its size, and a served
+ * message is held only until it is compared — so a caller that streams the bundle (the CLI from a
+ * file, the server from its store) holds about what the replay builds, never the log. Ed25519
+ * checks start as soon as a signature arrives; with an async verify function they run beside the
+ * hashing. verifyBundle feeds it a parsed bundle.
  *
  * Each check and its failure texts are as they were when the checks ran one after another over a
  * whole bundle; failures are kept per check, in that order, up to MAX_FAILURES, then sorted by seq.
@@ -105,19 +107,22 @@ export class RoomVerifier {
   // Failures and inconclusive notes per check, in the order the checks are listed in SPEC 4.5.
   private readonly failed = { events: [] as Failure[], checkpoints: [] as Failure[], signatures: [] as Failure[], projections: [] as Failure[], extraMessages: [] as Failure[], caller: [] as Failure[] };
   private readonly notes = { key: [] as string[], checkpoints: [] as string[], signatures: [] as string[], projections: [] as string[], caller: [] as string[] };
-  private readonly pending: Promise<void>[] = [];
+  /** Asynchronous checks not yet settled, and what finish() waits on for them. */
+  private inFlight = 0;
+  private drained: (() => void) | null = null;
 
   // 1. events
-  private events: LogEvent[] = [];
-  private leafHex: string[] = [];
   private readonly tree = new MerkleTree();
   private prev = ZERO_HASH_HEX;
   private prevLinks = 0;
   private eventsDone = false;
 
-  // 2. checkpoints: parsed as they come, compared with the tree once every event is in.
+  // 2. checkpoints: parsed as they come, each compared with the tree once it has the checkpoint's size.
   private checkpointCount = 0;
-  private readonly checkpoints: CheckpointEntry[] = [];
+  /** Checkpoints past the tree's size when they came, checked once every event is in. */
+  private later: CheckpointEntry[] = [];
+  /** The largest size of a checkpoint within the log (the head must be one). */
+  private signedSize = -1;
   /** Each distinct note parsed and its signature checked once, however often it is listed (null: malformed). */
   private readonly knownNotes = new Map<string, CheckpointEntry | null>();
 
@@ -127,7 +132,10 @@ export class RoomVerifier {
   private readonly agentKeys = new Map<string, string>();
   private agentSignatures = 0;
 
-  // 4. projections: the replay once the events are in; served messages compared as they arrive.
+  // 4. projections: the replay as events arrive; served messages compared as they arrive once it is done.
+  private readonly replayer = new Replayer();
+  private readonly turnCheck = turnRuleChecker();
+  private turnCheckError: string | null = null;
   private rebuilt: Projections | null = null;
   /**
    * Rebuilt messages by id, and per id whether the (last) message served under it equals the
@@ -169,7 +177,12 @@ export class RoomVerifier {
   private readonly check: Check = (ok, onFail) => {
     if (typeof ok === "boolean") {
       if (!ok) onFail();
-    } else this.pending.push(ok.then((v) => (v ? undefined : onFail()), onFail));
+      return;
+    }
+    this.inFlight++;
+    ok.then((v) => (v ? undefined : onFail()), onFail).finally(() => {
+      if (--this.inFlight === 0) this.drained?.();
+    });
   };
 
   // Whatever verify function the caller supplies (node:crypto, WebCrypto, noble), the strict input
@@ -205,8 +218,7 @@ export class RoomVerifier {
   /** The next event of the log (seq order), with the leaf hash the server stores for it when verifying online. */
   event(event: LogEvent, storedLeafHash?: string): void {
     if (this.eventsDone) throw new Error("verify: an event after the end of the events");
-    const i = this.events.length;
-    const seq = i + 1;
+    const seq = this.tree.size + 1;
     if (event.seq !== seq) this.fail("events", seq, "sequence", `Event at position ${seq} says seq ${event.seq}: an event is missing or out of order.`);
     if (event.room !== this.head.room || event.v !== 1) this.fail("events", seq, "event_format", "The event names another room or version.");
     const problem = eventProblem(event);
@@ -223,23 +235,32 @@ export class RoomVerifier {
     else this.fail("events", seq, "prev_link", `prev does not match the leaf hash of event ${seq - 1}.`);
     if (storedLeafHash !== undefined && storedLeafHash !== hex) this.fail("events", seq, "leaf_hash", "The stored leaf hash differs from the hash of the event's canonical bytes.");
     this.tree.append(leaf);
-    this.events.push(event);
-    this.leafHex.push(hex);
     this.prev = hex;
     this.agentSignature(event);
+    // Events the catalogue refuses (already failures) may be more than a reducer can take: that is
+    // reported with the projections, not thrown.
+    if (this.replayError === null) {
+      try {
+        this.replayer.add(event, hex);
+      } catch (err) {
+        this.replayError = err instanceof Error ? err.message : String(err);
+      }
+    }
+    // Turns rooms: the server made every turn by the protocol's rules.
+    if (this.turnCheckError === null) {
+      try {
+        this.turnCheck.add(event);
+      } catch (err) {
+        this.turnCheckError = err instanceof Error ? err.message : String(err);
+      }
+    }
   }
 
-  /** No more events: replays them (so served messages can be compared as they come) and lets them go. */
+  /** No more events: the replay is done (so served messages can be compared as they come), and the checkpoints held back are checked. */
   endEvents(): void {
     if (this.eventsDone) return;
     this.eventsDone = true;
-    // Events the catalogue refuses (already failures) may be more than a reducer can take: that is
-    // reported with the projections, not thrown.
-    try {
-      this.rebuilt = replay(this.events, this.leafHex);
-    } catch (err) {
-      this.replayError = err instanceof Error ? err.message : String(err);
-    }
+    if (this.replayError === null) this.rebuilt = this.replayer.result();
     const size = this.tree.size;
     this.messageIndex = new Int32Array(size + 1);
     this.messageState = new Uint8Array(size + 1);
@@ -248,14 +269,10 @@ export class RoomVerifier {
       else this.otherMessages.set(m.id, { index: i + 1, state: 0 });
     });
     this.eventsReplayed = true;
-    // Turns rooms: the server made every turn by the protocol's rules.
-    try {
-      this.turnViolations = turnRuleViolations(this.events);
-    } catch (err) {
-      this.turnViolations = [{ seq: 0, detail: `Turns protocol: the events cannot be checked (${err instanceof Error ? err.message : String(err)}).` }];
-    }
-    this.events = [];
-    this.leafHex = [];
+    this.turnViolations = this.turnCheckError === null ? this.turnCheck.violations : [{ seq: 0, detail: `Turns protocol: the events cannot be checked (${this.turnCheckError}).` }];
+    const later = this.later;
+    this.later = [];
+    for (const entry of later) this.checkCheckpoint(entry);
     const waiting = this.waitingMessages;
     this.waitingMessages = [];
     for (const m of waiting) this.compareMessage(m);
@@ -275,7 +292,18 @@ export class RoomVerifier {
     if (!entry) return this.fail("checkpoints", null, "checkpoint_format", "A stored checkpoint is not a well-formed signed note.");
     const { cp } = entry;
     if (cp.origin !== this.head.origin) this.fail("checkpoints", cp.size, "checkpoint_origin", `Checkpoint origin "${cp.origin}" is not this room's.`);
-    this.checkpoints.push(entry);
+    if (this.eventsDone || cp.size <= this.tree.size) this.checkCheckpoint(entry);
+    else this.later.push(entry);
+  }
+
+  /** Step 2 for one checkpoint, once the tree has its size or every event is in: root and server signature. */
+  private checkCheckpoint({ cp, signature }: CheckpointEntry): void {
+    if (cp.size > this.tree.size) {
+      return this.fail("checkpoints", cp.size, "missing_events", `A checkpoint covers ${cp.size} events but the log has ${this.tree.size}: events were removed.`);
+    }
+    if (!bytesEqual(cp.root, this.tree.root(cp.size))) this.fail("checkpoints", cp.size, "checkpoint_root", `The signed root for size ${cp.size} differs from the root of the events.`);
+    this.signedSize = Math.max(this.signedSize, cp.size);
+    if (signature !== null) this.check(signature, () => this.fail("checkpoints", cp.size, "checkpoint_signature", `The checkpoint for size ${cp.size} is not signed by the server key.`));
   }
 
   /** All the signatures of `cp` by the trusted key hold (false when it has none). */
@@ -375,17 +403,8 @@ export class RoomVerifier {
     this.endEvents();
     const size = this.tree.size;
 
-    // 2. Every stored checkpoint: origin, root at its size, server signature; the head must be signed.
-    let headSigned = false;
-    for (const { cp, signature } of this.checkpoints) {
-      if (cp.size > size) {
-        this.fail("checkpoints", cp.size, "missing_events", `A checkpoint covers ${cp.size} events but the log has ${size}: events were removed.`);
-        continue;
-      }
-      if (!bytesEqual(cp.root, this.tree.root(cp.size))) this.fail("checkpoints", cp.size, "checkpoint_root", `The signed root for size ${cp.size} differs from the root of the events.`);
-      if (cp.size === size) headSigned = true;
-      if (signature !== null) this.check(signature, () => this.fail("checkpoints", cp.size, "checkpoint_signature", `The checkpoint for size ${cp.size} is not signed by the server key.`));
-    }
+    // 2. Every stored checkpoint was checked as it came (checkCheckpoint); the head must be signed.
+    const headSigned = this.signedSize === size;
     if (this.checkpointCount === 0) this.notes.checkpoints.push("The log carries no checkpoints, so its history was never signed.");
     else if (!headSigned && size > 0) this.fail("checkpoints", size, "head", "No signed checkpoint covers the latest event.");
 
@@ -423,7 +442,7 @@ export class RoomVerifier {
     }
 
     this.flushSignatures();
-    await Promise.all(this.pending);
+    if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     const f = this.failed;
     const failures = [...f.events, ...f.checkpoints, ...f.signatures, ...f.projections, ...f.caller].slice(0, MAX_FAILURES);
     failures.sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
