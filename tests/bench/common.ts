@@ -73,10 +73,11 @@ export async function startServerChild(opts: { prefix: string; apiOnly?: boolean
   // The compiled server, as `npm start` runs it (npm run bench builds it first).
   let entry = path.join(ROOT, "dist", "server.mjs");
   if (opts.apiOnly) {
-    // A file, not `-e`: `--input-type=module` would be inherited by the WAL checkpoint worker.
+    // A file, not `-e`: `--input-type=module` would be inherited by the WAL checkpoint worker. It
+    // exits on SIGTERM as server.ts does (so that a --cpu-prof is written).
     const bundle = pathToFileURL(entry).href;
     entry = path.join(dataDir, "api-only.mjs");
-    fs.writeFileSync(entry, `const { startServer } = await import(${JSON.stringify(bundle)});\nawait startServer({ pages: false, quiet: true });\n`);
+    fs.writeFileSync(entry, `const { startServer } = await import(${JSON.stringify(bundle)});\nconst s = await startServer({ pages: false, quiet: true });\nprocess.on("SIGTERM", () => void s.close().then(() => process.exit(0)));\n`);
   }
   // BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": profile the server children.
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter(Boolean);
