@@ -1,7 +1,6 @@
 import crypto from "node:crypto";
 import http from "node:http";
 import path from "node:path";
-import v8 from "node:v8";
 import { pathToFileURL } from "node:url";
 import type { Duplex } from "node:stream";
 import { getRequestListener, RequestError } from "@hono/node-server";
@@ -199,20 +198,7 @@ function every(svc: Services, name: string, intervalMs: number, work: () => Prom
 }
 
 /** One process, one port: Hono for the API and agent surface, Next.js for the pages. */
-/**
- * V8 lets the old space grow to up to four times what the last full collection left before it
- * collects again. For this server, whose live heap is 30-75 MB, that growth is most of its RSS:
- * verifying a 100,000-event room peaked at 411 MB of RSS with 75 MB live. Twice is enough:
- * measured, the same verification peaked at 255 MB in the same time, and the POST rate did not
- * move (docs/BENCHMARKS.md). A --heap-growing-percent given in NODE_OPTIONS or on the command line wins.
- */
-function boundHeapGrowth(): void {
-  const given = [...process.execArgv, process.env.NODE_OPTIONS ?? ""].some((arg) => arg.includes("heap-growing-percent"));
-  if (!given) v8.setFlagsFromString("--heap-growing-percent=100");
-}
-
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
-  boundHeapGrowth();
   const config = options.config ?? loadConfig();
   const store = config.databaseUrl ? await openPgStore(config.databaseUrl, { maxConnections: config.dbPoolSize }) : openSqliteStore(config.dataDir);
   const key = loadOrCreateServerKey(config.keyFile, config.keyName, config.keySeedHex);
