@@ -10,10 +10,11 @@
  * second run), and each generator's better run counts: on a shared 2-core machine a load is only
  * ever slowed by what else runs (PostgreSQL's autovacuum after a fill, the WAL checkpointer), and
  * single runs swung as much between two small rooms as between a small room and the largest.
+ * Before each point the bench also waits until the machine is quiet (waitForQuiet).
  */
 import { startServerChild } from "./common";
 import { fillRoom, fmtVerify, headOf, newRoom, postRequests, verifyOffline, verifyOnline, type Backend, type Report, type VerifyFigure } from "./core";
-import { describe, measure, num, type LoadResult, type Req } from "./load";
+import { describe, measure, num, waitForQuiet, type LoadResult, type Req } from "./load";
 
 const SECONDS = Number(process.env.BENCH_GROWTH_SECONDS ?? 3);
 export const ROOM_COUNTS = [10, 1_000, 10_000];
@@ -93,7 +94,7 @@ export async function growthFigures(opts: { backend: Backend; env: Record<string
     for (const n of ROOM_COUNTS) {
       const t0 = performance.now();
       rooms.push(...(await createRooms(base, n - rooms.length)));
-      console.log(`  (${num(n)} rooms on the server; ${num((performance.now() - t0) / 1000, 1)} s to create them)`);
+      console.log(`  (${num(n)} rooms on the server; ${num((performance.now() - t0) / 1000, 1)} s to create them; the machine quiet after ${num(await waitForQuiet(), 1)} s)`);
       // Polls spread over every room; posts into 10 rooms spread over them (10 at every point, so
       // that the posts contend for rooms alike and only the data around them grows).
       const polls: Req[] = rooms.map((r) => ({ method: "GET", path: `/api/rooms/${r}/messages?since=${PAST_THE_HEAD}` }));
@@ -130,6 +131,7 @@ export async function growthFigures(opts: { backend: Backend; env: Record<string
       }
       // The second run: the large room again (a little larger), the small ones afresh.
       pairs.push(big ? pairs[0]! : await fillPair());
+      console.log(`  (the machine quiet after ${num(await waitForQuiet(), 1)} s)`);
       const idleOf = async (room: string): Promise<Req[]> => [{ method: "GET", path: `/api/rooms/${room}/messages?since=${await headOf(base, room)}` }];
       const idle = await twice(async (i) =>
         measure({ base, pid, connections: 64, seconds: SECONDS, warmup: false, requests: await idleOf(pairs[i]!.acRoom), route: READ_ROUTE }, { requests: await idleOf(pairs[i]!.wrkRoom) }),

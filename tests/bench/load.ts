@@ -380,6 +380,33 @@ const CLOCK_TICKS = (() => {
   }
 })();
 
+/** The machine's busy CPU time so far (every process, user + system + interrupts), in seconds, from /proc/stat. */
+function machineBusySeconds(): number {
+  const [, ...ticks] = fs.readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!.trim().split(/\s+/).map(Number);
+  // user nice system idle iowait irq softirq steal ...: idle and iowait are not busy.
+  const busy = ticks.slice(0, 8).reduce((a, b) => a + b, 0) - ticks[3]! - ticks[4]!;
+  return busy / CLOCK_TICKS;
+}
+
+/**
+ * Waits until the machine is quiet (under QUIET_CORES busy over half a second, every process
+ * counted), at most `maxMs`; returns the seconds waited. What a fill leaves for later (SQLite's WAL
+ * checkpoint, PostgreSQL's autovacuum) would otherwise share the cores with the next load and be
+ * measured as the cost of the room's size.
+ */
+const QUIET_CORES = 0.15;
+export async function waitForQuiet(maxMs = 15_000): Promise<number> {
+  const t0 = performance.now();
+  for (;;) {
+    const busy0 = machineBusySeconds();
+    const w0 = performance.now();
+    await new Promise((r) => setTimeout(r, 500));
+    const cores = (machineBusySeconds() - busy0) / ((performance.now() - w0) / 1000);
+    const waited = (performance.now() - t0) / 1000;
+    if (cores < QUIET_CORES || waited * 1000 >= maxMs) return waited;
+  }
+}
+
 /** Runs `fn` between two readings of the server's histogram for `route` and of its CPU time. */
 async function withServerView(load: Load, fn: () => Promise<ClientView>): Promise<[ClientView, ServerView | undefined, Cpu | undefined]> {
   const before = load.route ? routeSnapshot(await metricsText(load.base), load.route) : undefined;
