@@ -282,6 +282,22 @@ describe("verifyBundleStream", () => {
     }
   });
 
+  test("an event no reducer can take stops the replay, not the other checks: every event is still hashed and every checkpoint checked", async () => {
+    const x = structuredClone(b);
+    (x.events[6]!.payload as { text: unknown }).text = { not: "text" };
+    const report = await streamed(JSON.stringify(x), 61);
+    assert.equal(report.verdict, "REFUTED");
+    assert.equal(report.details.events, b.events.length);
+    assert.equal(report.details.checkpoints, b.checkpoints.length);
+    assert.equal(report.details.projections, null);
+    const types = new Set(report.failures.map((f) => f.type));
+    for (const t of ["event_format", "prev_link", "checkpoint_root", "projection"]) assert.ok(types.has(t), `${t} in ${[...types].join(", ")}`);
+    assert.ok(report.failures.some((f) => f.type === "projection" && /cannot be replayed/.test(f.detail)));
+    // The checkpoints before the edited event still hold: only those from size 7 on are refuted.
+    const roots = report.failures.filter((f) => f.type === "checkpoint_root").map((f) => f.seq!);
+    assert.ok(roots.length > 0 && roots.every((size) => size >= 7), roots.join(", "));
+  });
+
   test("a kept checkpoint: consistent when the log grew, REFUTED when its tail was cut", async () => {
     const kept = b.checkpoints[3]!;
     const grown = await streamed(text, 256, ed25519Verify, kept);
