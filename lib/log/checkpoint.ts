@@ -39,8 +39,14 @@ export function isValidKeyName(name: string): boolean {
 
 /** SHA-256(key name ‖ 0x0A ‖ 0x01 ‖ pubkey)[:4]. */
 export function keyId(keyName: string, pubkey: Uint8Array): Uint8Array {
-  return sha256(concatBytes(utf8(keyName), new Uint8Array([0x0a, ED25519_TYPE]), pubkey)).slice(0, 4);
+  // A server signs every checkpoint with one key: its id is hashed once, not once per checkpoint.
+  const last = lastKeyId;
+  if (last && last.keyName === keyName && bytesEqual(last.pubkey, pubkey)) return last.id.slice();
+  const id = sha256(concatBytes(utf8(keyName), new Uint8Array([0x0a, ED25519_TYPE]), pubkey)).slice(0, 4);
+  lastKeyId = { keyName, pubkey: pubkey.slice(), id };
+  return id.slice();
 }
+let lastKeyId: { keyName: string; pubkey: Uint8Array; id: Uint8Array } | null = null;
 
 export function checkpointBody(origin: string, size: number, root: Uint8Array): string {
   if (!origin || /[\s+]/u.test(origin) || CONTROL.test(origin) || LONE_SURROGATE.test(origin)) {

@@ -53,6 +53,20 @@ test('fixture keys: seeds give the published public keys and key id', () => {
   assert.equal(bytesToHex(keyId(keyName, serverPub)), fx.server_key.key_id_hex);
 });
 
+test('key ids: another name or key, asked in turn, each gets its own (the last one is kept, not reused)', () => {
+  const other = noblePublicKey(hexToBytes(fx.agent_key.seed_hex));
+  const direct = (name: string, pub: Uint8Array) => crypto.createHash('sha256').update(Buffer.concat([Buffer.from(name), Buffer.from([0x0a, 0x01]), pub])).digest().subarray(0, 4).toString('hex');
+  for (const [name, pub] of [[keyName, serverPub], [keyName, other], ['other.example', serverPub], [keyName, serverPub], [keyName, serverPub]] as const) {
+    const id = keyId(name, pub);
+    assert.equal(bytesToHex(id), direct(name, pub), `${name} ${bytesToHex(pub).slice(0, 8)}`);
+    id.fill(0); // a caller's copy: changing it changes no later answer
+  }
+  const reused = new Uint8Array(serverPub);
+  keyId(keyName, reused);
+  reused[0]! ^= 1; // the same array, changed in place: a different key
+  assert.equal(bytesToHex(keyId(keyName, reused)), direct(keyName, reused));
+});
+
 test('every event: canonical bytes, leaf hash, prev link, root, checkpoint', () => {
   let frontier: Frontier = [];
   let prev = ZERO_HASH_HEX;
