@@ -54,8 +54,8 @@ export class Replayer {
   }
 
   result(): Projections {
-    const { agents: _agents, ...room } = this.states.room;
     const states = this.states;
+    const { agents: _agents, ...room } = states.room;
     return {
       room,
       messages: states.messages,

@@ -238,22 +238,10 @@ export class RoomVerifier {
     this.prev = hex;
     this.agentSignature(event);
     // Events the catalogue refuses (already failures) may be more than a reducer can take: that is
-    // reported with the projections, not thrown.
-    if (this.replayError === null) {
-      try {
-        this.replayer.add(event, hex);
-      } catch (err) {
-        this.replayError = err instanceof Error ? err.message : String(err);
-      }
-    }
+    // reported with the projections, not thrown; after the first such error neither goes on.
+    this.replayError ??= failureOf(() => this.replayer.add(event, hex));
     // Turns rooms: the server made every turn by the protocol's rules.
-    if (this.turnCheckError === null) {
-      try {
-        this.turnCheck.add(event);
-      } catch (err) {
-        this.turnCheckError = err instanceof Error ? err.message : String(err);
-      }
-    }
+    this.turnCheckError ??= failureOf(() => this.turnCheck.add(event));
   }
 
   /** No more events: the replay is done (so served messages can be compared as they come), and the checkpoints held back are checked. */
@@ -527,6 +515,16 @@ export async function verifyBundle(bundle: RoomBundle, opts: VerifyOptions): Pro
 }
 
 type Fail = (seq: number | null, type: string, detail: string) => void;
+
+/** What `run` threw, as text; null when it ran through. */
+function failureOf(run: () => void): string | null {
+  try {
+    run();
+    return null;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
+}
 
 /** Compares what the log rebuilds with what is served, item by item (`seq` names an item's event when it has one). */
 function compareById<T>(fail: Fail, noun: string, logged: T[], served: T[], id: (x: T) => string | number, seq: (x: T) => number | null) {

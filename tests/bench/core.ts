@@ -204,8 +204,9 @@ export interface VerifyFigure {
   rssMb: number;
   events: number;
 }
-export const fmtVerify = (v: VerifyFigure) =>
-  `${num(v.ms)} ms${v.firstMs === undefined ? "" : ` median of 3 (first ${num(v.firstMs)} ms)`}, ${v.verdict}, ${num(v.events)} events, peak RSS ${num(v.rssMb)} MB`;
+/** The time of a verification, with the first run beside the median when it ran three times. */
+export const verifyTime = (v: VerifyFigure) => `${num(v.ms)} ms${v.firstMs === undefined ? "" : ` (median of 3; first ${num(v.firstMs)} ms)`}`;
+export const fmtVerify = (v: VerifyFigure) => `${verifyTime(v)}, ${v.verdict}, ${num(v.events)} events, peak RSS ${num(v.rssMb)} MB`;
 
 /** POST /verify on the server, three times, as the Chromium figure (the median time, the verdicts, the server's peak memory meanwhile). */
 export async function verifyOnline(server: ServerChild, room: string): Promise<VerifyFigure> {

@@ -366,9 +366,9 @@ export async function metricsText(base: string): Promise<string> {
   return res.text();
 }
 
-/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
-function cpuSeconds(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+/** CPU seconds (user + system) a process (or, with `mainThread`, its main thread) has used so far, from /proc. */
+export function cpuSeconds(pid: number, mainThread = false): number {
+  const stat = fs.readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }

@@ -4,7 +4,7 @@
  * in the same run; a target is met only if both generators say so (the lower ratio, the higher
  * p99, the errors of both runs and the server's non-2xx).
  */
-import type { CoreFigures, Delivery, VerifyFigure } from "./core";
+import { verifyTime, type CoreFigures, type Delivery, type VerifyFigure } from "./core";
 import type { GrowthFigures, GrowthPoint } from "./growth";
 import { num, type LoadResult } from "./load";
 import type { TurnFigures } from "./turns";
@@ -62,8 +62,7 @@ function ratios(r: LoadResult | undefined, c: LoadResult | undefined): { text: s
 }
 
 const deliveryCell = (d: Delivery | undefined) => (d ? `p50 ${msText(d.p50)} ms, p99 ${msText(d.p99)} ms, ${num(d.delivered)}/${num(d.expected)}, ${d.lost} lost` : undefined);
-const verifyCell = (v: VerifyFigure | undefined, rss = false) =>
-  v ? `${num(v.ms)} ms${v.firstMs === undefined ? "" : ` (median of 3; first ${num(v.firstMs)} ms)`} ${v.verdict}${rss ? `, peak RSS ${num(v.rssMb)} MB` : ""}` : undefined;
+const verifyCell = (v: VerifyFigure | undefined, rss = false) => (v ? `${verifyTime(v)} ${v.verdict}${rss ? `, peak RSS ${num(v.rssMb)} MB` : ""}` : undefined);
 const ceilingCell = (r: LoadResult | undefined, what: string) => (r ? `${what}: ${r.wrk ? `wrk ${num(r.wrk.rate)}/s · ` : ""}autocannon ${num(r.ac.rate)}/s` : "—");
 
 /** Lowest rate over highest among the points, per generator; the lower one decides. */

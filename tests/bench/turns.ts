@@ -8,7 +8,6 @@
  * `turnFigures(report)` is called by tests/bench/run.ts; standalone:
  *   node --import tsx tests/bench/turns.ts
  */
-import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
@@ -17,6 +16,7 @@ import { createRoom } from "../../lib/services/rooms";
 import { claimTurn, currentTurn, replyTurn } from "../../lib/services/turns";
 import { createRoomBody } from "../../lib/schemas/rooms";
 import { inProcessServices, percentile, startServerChild } from "./common";
+import { cpuSeconds } from "./load";
 
 type Report = (name: string, value: string) => void;
 
@@ -91,12 +91,7 @@ const ms = (x: number) => `${x.toFixed(1)} ms`;
  * CPU time (user + system) a process has used so far, in ms (Linux /proc; clock ticks of 10 ms);
  * with `mainThread`, only its main thread's (the JavaScript, without GC helpers and the WAL worker).
  */
-function cpuMsOf(pid: number, mainThread = false): number {
-  const stat = fs.readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, "utf8");
-  // Fields after the command name (which may hold spaces) start at state; utime, stime are 14, 15.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-}
+const cpuMsOf = (pid: number, mainThread = false) => cpuSeconds(pid, mainThread) * 1000;
 const ownCpuMs = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
