@@ -24,15 +24,10 @@ import {
   reviewTaskBody, submitTaskBody, task as taskSchema, taskListQuery,
 } from "../lib/schemas/tasks";
 import { claimTurn, myTurn, replyTurn } from "../lib/services/turns";
-import { claimTurnBody, myTurn as myTurnSchema, myTurnQuery, replyTurnBody, turn } from "../lib/schemas/turns";
+import { claimTurnBody, myTurn as myTurnSchema, myTurnBody, replyTurnBody, turn } from "../lib/schemas/turns";
 
 /** MCP clients time out long requests, so an MCP long-poll holds at most 25 s (REST: 30 s). */
 export const MCP_MAX_WAIT_SECONDS = 25;
-/**
- * my_turn keeps the REST limit: the protocol card, the room instructions and my_turn's own detail
- * all say wait=30, and 30 s is still half the SDK clients' default 60 s request timeout.
- */
-const MY_TURN_MAX_WAIT_SECONDS = 30;
 
 export interface ToolContext {
   svc: Services;
@@ -410,29 +405,18 @@ export const ALL_TOOLS: ToolDef[] = [
     title: "Wait for and take your turn",
     description: "Turns rooms: your open turn and input_messages (said since your last turn). wait returns once it is yours (turn null: ask again); claim true also takes it and returns the lease_token reply_turn needs. Stop when room_status is completed or cancelled.",
     annotations: WRITE,
-    // The REST query parses strings; MCP takes a JSON number for wait.
-    input: z.object({
-      room,
-      agent_id: myTurnQuery.shape.agent_id,
-      wait: z.number().int().min(0).max(MY_TURN_MAX_WAIT_SECONDS).optional().describe("Seconds to wait for it"),
-      claim: z.boolean().optional(),
-      sig,
-    }),
+    // The body of POST /turns/mine. Its wait keeps the REST limit (30 s, not MCP_MAX_WAIT_SECONDS):
+    // the protocol card, the room instructions and my_turn's own detail all say wait=30, half the
+    // SDK clients' default 60 s request timeout.
+    input: roomAnd(myTurnBody),
     output: myTurnSchema.pick({ room_status: true, detail: true }).extend({
       turn: turn.pick({ id: true, phase: true, status: true }).nullable(),
       lease_token: z.string().optional(),
     }),
     waits: true,
-    async run(args, ctx) {
-      const roomId = roomArg(args);
-      if (args.claim !== undefined && typeof args.claim !== "boolean") throw new ParleyError("validation_error", "claim: must be true or false.");
-      const query = parse(myTurnQuery, { agent_id: args.agent_id, ...asQuery(args, { wait: "number" }) });
-      const mine = await myTurn(ctx.svc, roomId, query, query.wait ? ctx.signal : undefined);
-      // Claim only a turn that is open for this agent now; one that opens later says when.
-      if (!args.claim || mine.turn === null || ctx.signal?.aborted || Date.parse(mine.turn.available_at) > ctx.svc.clock.now()) return mine;
-      const claimed = await claimTurn(ctx.svc, roomId, String(mine.turn.id), parse(claimTurnBody, { agent_id: args.agent_id, sig: args.sig }));
-      const detail = `${mine.detail.split(" Claim it")[0]} You hold its lease until ${claimed.lease_until}: answer with reply_turn (turn_id ${claimed.turn.id}, lease_token) before then.`;
-      return { ...mine, turn: claimed.turn, input_messages: claimed.input_messages, lease_token: claimed.lease_token, lease_until: claimed.lease_until, receipt: claimed.receipt, detail };
+    run(args, ctx) {
+      const input = parse(myTurnBody, bodyOf(args));
+      return myTurn(ctx.svc, roomArg(args), input, input.wait ? ctx.signal : undefined);
     },
   },
   {

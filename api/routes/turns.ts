@@ -4,8 +4,8 @@ import {
   skipTurn, turnsHealth,
 } from "../../lib/services/turns";
 import {
-  cancelTurnsBody, claimedTurn, claimTurnBody, moderatorNoteBody, myTurn as myTurnSchema, myTurnQuery, raiseRoundsBody, reinstateBody,
-  repliedTurn, replyTurnBody, skipTurnBody, turnsActionResult, turnsHealth as turnsHealthSchema, turnsOverview, turnsState,
+  cancelTurnsBody, claimedTurn, claimTurnBody, moderatorNoteBody, myTurn as myTurnSchema, myTurnBody, myTurnQuery, raiseRoundsBody, reinstateBody,
+  repliedTurn, replyTurnBody, skipTurnBody, takenTurn, turnsActionResult, turnsHealth as turnsHealthSchema, turnsOverview, turnsState,
 } from "../../lib/schemas/turns";
 import { postedMessage } from "../../lib/schemas/messages";
 import { bearer, doc, jsonBody, queryOf, type App } from "../http";
@@ -24,6 +24,12 @@ export function turnRoutes(app: App, svc: Services): void {
   app.get("/api/rooms/:id/turns/mine", async (c) => {
     const query = queryOf(c, myTurnQuery);
     return c.json(await myTurn(svc, id(c), query, query.wait ? c.req.raw.signal : undefined));
+  });
+
+  doc({ method: "post", path: "/api/rooms/:id/turns/mine", tag: "turns", summary: "my_turn with a body: wait (s) long-polls until it is your turn; claim true also claims it and returns the lease token (one request instead of two)", body: myTurnBody, response: takenTurn });
+  app.post("/api/rooms/:id/turns/mine", async (c) => {
+    const body = await jsonBody(c, myTurnBody);
+    return c.json(await myTurn(svc, id(c), body, body.wait ? c.req.raw.signal : undefined));
   });
 
   doc({ method: "post", path: "/api/rooms/:id/turns/:tid/claim", tag: "turns", summary: "Claim your turn: a lease token (a live re-claim returns the same one)", body: claimTurnBody, response: claimedTurn });

@@ -10,6 +10,7 @@ function turnsHowTo(api: string): string {
   return `1. Wait for your turn: \`GET ${api}/turns/mine?agent_id=YOU&wait=30\` (repeat while \`turn\` is null).
    It returns \`{turn, input_messages, room_status, detail}\`: \`input_messages\` are the messages since your last turn.
 2. Claim it: \`POST ${api}/turns/{turn.id}/claim {"agent_id": "YOU"}\` → \`{lease_token, lease_until, input_messages}\`.
+   Or wait and claim in one request: \`POST ${api}/turns/mine {"agent_id": "YOU", "wait": 30, "claim": true}\`.
 3. Answer once, before \`lease_until\`: \`POST ${api}/turns/{turn.id}/reply {"agent_id": "YOU", "lease_token": "...", "text": "...", "result": "continue"}\`.
    \`result\`: \`continue\` (go on), \`pass\` (nothing to add), \`complete\` (propose to finish; in a confirm turn: confirm),
    \`blocked\` (stop the room; your text is the reason). In a confirm turn \`continue\` rejects the proposal.
@@ -44,6 +45,7 @@ curl -s -X POST '${api}/turns/TURN_ID/reply' ${JSON_HEADER} \\
 const TURN_STEPS = `1. \`turns/mine\` answers \`{turn, input_messages, room_status, detail}\`; \`input_messages\` are the messages
    since your last turn, TURN_ID is \`turn.id\`. While it is not your turn it holds up to \`wait\` seconds.
 2. The claim answers \`{lease_token, lease_until, input_messages}\` (LEASE_TOKEN): reply once, before \`lease_until\`.
+   Or wait and claim in one request: \`POST .../turns/mine {"agent_id": "YOU", "wait": 30, "claim": true}\`.
 3. \`result\`: \`continue\` (go on), \`pass\` (nothing to add), \`complete\` (propose to finish; in a confirm turn:
    confirm), \`blocked\` (stop the room; your text is the reason). In a confirm turn \`continue\` rejects the proposal.
 4. Posting to \`/messages\` outside your claimed turn answers 409 \`not_your_turn\`.`;

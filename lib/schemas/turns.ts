@@ -37,8 +37,21 @@ export type ReplyTurnInput = z.infer<typeof replyTurnBody>;
 export const skipTurnBody = z.object({ agent_id: agentId.optional(), sig: signatureV1.optional() });
 export type SkipTurnInput = z.infer<typeof skipTurnBody>;
 
-export const myTurnQuery = z.object({ agent_id: agentId, wait: queryInt(0, 30).optional() });
+/** The longest my_turn wait, in seconds. */
+export const MY_TURN_MAX_WAIT_S = 30;
+export const myTurnQuery = z.object({ agent_id: agentId, wait: queryInt(0, MY_TURN_MAX_WAIT_S).optional() });
 export type MyTurnInput = z.infer<typeof myTurnQuery>;
+/**
+ * POST /turns/mine: my_turn in a body, and with `claim: true` the turn taken in the same request
+ * (one round trip instead of two); `sig` signs the claim (`{turn_id}`), so it fits a turn already seen.
+ */
+export const myTurnBody = z.object({
+  agent_id: agentId,
+  wait: int("a whole number of seconds", 0, MY_TURN_MAX_WAIT_S).optional(),
+  claim: z.boolean({ error: "must be true or false" }).optional(),
+  sig: signatureV1.optional(),
+});
+export type MyTurnBody = z.infer<typeof myTurnBody>;
 
 export const cancelTurnsBody = z.object({ reason: str().trim().max(500, "must be at most 500 characters").optional() });
 export const raiseRoundsBody = z.object({ max_rounds: limited("a whole number", TURNS_LIMITS.max_rounds) });
@@ -87,6 +100,8 @@ export const myTurn = z.object({
   room_status: turnsState.shape.status,
   detail: z.string(),
 });
+/** my_turn with claim: the turn and, once taken, its lease as claim gives it. */
+export const takenTurn = myTurn.extend({ lease_token: z.string().optional(), lease_until: z.string().optional(), receipt: receipt.nullable().optional() });
 export const claimedTurn = z.object({ turn, lease_token: z.string(), lease_until: z.string(), input_messages: z.array(message), receipt: receipt.nullable() });
 export const repliedTurn = z.object({ message_id: z.number().int(), turn, next: turn.nullable(), room_status: turnsState.shape.status, receipt });
 export const turnsActionResult = turnsState.extend({ receipt: receipt.nullable() });

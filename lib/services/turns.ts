@@ -18,7 +18,7 @@ import {
 import { isExpired } from "../domain/room";
 import { sameAgent } from "../domain/names";
 import type { EventSig } from "../log/event";
-import type { ClaimTurnInput, MyTurnInput, ReplyTurnInput, SkipTurnInput } from "../schemas/turns";
+import type { ClaimTurnInput, MyTurnBody, MyTurnInput, ReplyTurnInput, SkipTurnInput } from "../schemas/turns";
 import { turnsProtocolCard } from "../instructions/turns";
 import type { RoomRow, StoreReader } from "../store/types";
 import { isoNow, type Caller, type Services } from "./context";
@@ -271,20 +271,39 @@ const endedDetail = (t: TurnsRoom) =>
       : `The room is blocked (${t.reason}); no turn is open until the owner resumes it. Poll again later, or stop.`;
 
 /**
- * GET /turns/mine: this agent's open turn with the messages since its last turn; with `wait`,
- * held until it is this agent's turn (or the room ends).
+ * my_turn (GET or POST /turns/mine, MCP my_turn): this agent's open turn with the messages since
+ * its last turn; with `wait`, held until it is this agent's turn (or the room ends). With `claim`,
+ * a turn open to this agent now is also claimed, and the answer carries the claim's lease token,
+ * lease and receipt (and the input messages as of the claim): one request instead of two.
  */
-export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnInput, signal?: AbortSignal) {
+export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnBody | MyTurnInput, signal?: AbortSignal) {
+  const claiming = "claim" in input && input.claim === true;
   const until = Date.now() + (input.wait ?? 0) * 1000;
   const watch = input.wait ? watchTurns(svc, parseRoomId(rawRoomId), input.agent_id) : undefined;
+  let mine: Awaited<ReturnType<typeof turnFor>>;
   try {
-    return await turnFor(svc, rawRoomId, input, until, watch, signal);
+    mine = await turnFor(svc, rawRoomId, input, until, watch, signal, claiming);
   } finally {
     watch?.close();
   }
+  // Claim only a turn that is open for this agent now; one that opens later says when.
+  if (!claiming || mine.turn === null || signal?.aborted || mine.turn.available_at > isoNow(svc)) return mine;
+  const claimed = await claimTurn(svc, rawRoomId, String(mine.turn.id), { agent_id: input.agent_id, sig: (input as MyTurnBody).sig });
+  return {
+    ...mine,
+    turn: claimed.turn,
+    input_messages: claimed.input_messages,
+    lease_token: claimed.lease_token,
+    lease_until: claimed.lease_until,
+    receipt: claimed.receipt,
+    detail: `${mine.detail} You hold its lease until ${claimed.lease_until}: answer with reply_turn (MCP) or POST .../turns/${claimed.turn.id}/reply, with the lease_token, before then.`,
+  };
 }
 
-async function turnFor(svc: Services, rawRoomId: string, input: MyTurnInput, until: number, watch: ReturnType<typeof watchTurns> | undefined, signal?: AbortSignal) {
+/** With `claiming`, a turn open to the agent now is answered without its input messages or what to do next: the claim gives those. */
+async function turnFor(
+  svc: Services, rawRoomId: string, input: MyTurnInput, until: number, watch: ReturnType<typeof watchTurns> | undefined, signal: AbortSignal | undefined, claiming: boolean,
+) {
   /** The state a wake-up brought (from memory), else read. */
   let woke: TurnsAt | undefined;
   for (;;) {
@@ -296,9 +315,11 @@ async function turnFor(svc: Services, rawRoomId: string, input: MyTurnInput, unt
     const mine = current && isOpenTurn(current) && sameAgent(current.agent_id, input.agent_id) ? current : undefined;
     const base = { room_status: turnsRoom.status, input_messages: [] as Message[] };
     if (mine && mine.available_at <= now) {
-      const action = mine.status === "claimed" ? "You hold its lease: reply" : `Claim it (my_turn with claim: true, or POST .../turns/${mine.id}/claim) before ${mine.claim_by}, then reply`;
       const what = mine.phase === "confirm" ? `Confirm turn: ${turnsRoom.proposal?.by ?? "someone"} proposed to finish. Reply result "complete" to confirm or "continue" to reject.` : `Round ${mine.round} of ${turnsRoom.config.max_rounds}.`;
-      return { ...base, turn: publicTurn(mine), input_messages: await inputMessages(svc, svc.store, state, input.agent_id), detail: `It is your turn (${mine.id}). ${what} ${action}.` };
+      const detail = `It is your turn (${mine.id}). ${what}`;
+      if (claiming) return { ...base, turn: publicTurn(mine), detail };
+      const action = mine.status === "claimed" ? "You hold its lease: reply" : `Claim it (my_turn with claim: true, or POST .../turns/${mine.id}/claim) before ${mine.claim_by}, then reply`;
+      return { ...base, turn: publicTurn(mine), input_messages: await inputMessages(svc, svc.store, state, input.agent_id), detail: `${detail} ${action}.` };
     }
     if (turnsRoom.status !== "active") return { ...base, turn: null, detail: endedDetail(turnsRoom) };
     const left = until - Date.now();

@@ -564,6 +564,7 @@ describe("turns: time (manual clock)", () => {
     for (const r of [
       await timed.api.get(`${base(room)}/turns/current`),
       await timed.api.get(`${base(room)}/turns/mine?agent_id=a`),
+      await timed.api.post(`${base(room)}/turns/mine`, { agent_id: "a", claim: true }),
       await claim(timed.api, room, t.id, "a"),
       await reply(timed.api, room, t.id, "a", "x", "continue"),
       await timed.api.get(`${base(room)}/health`),
@@ -590,5 +591,90 @@ describe("turns: long-poll", () => {
     const none = (await f.api.get(`${base(room)}/turns/mine?agent_id=a&wait=1`)).body;
     assert.equal(none.turn, null);
     assert.match(none.detail, /Not your turn yet/);
+  });
+});
+
+describe("turns: my_turn with claim, one request (POST /turns/mine)", () => {
+  const mine = (a: Api, room: string, body: unknown) => a.post(`${base(room)}/turns/mine`, body);
+  const head = async (a: Api, room: string) => (await a.get(base(room))).body.head.size as number;
+
+  test("a waiting claim is answered with the lease once the other agent's reply opens the turn, and the reply takes it", { timeout: 15_000 }, async () => {
+    const { uuid: room } = await turnsRoom(f.api, { participants: ["a", "b"] });
+    const idle = f.server.svc.notifier.streamCount;
+    const waiting = mine(f.api, room, { agent_id: "b", wait: 30, claim: true });
+    await waitUntil("b's wait being parked", () => f.server.svc.notifier.streamCount > idle);
+    await take(f.api, room, "a", "continue", "over to you");
+    const got = await waiting;
+    assert.equal(got.status, 200, JSON.stringify(got.body));
+    assert.equal(got.body.turn.agent_id, "b");
+    assert.equal(got.body.turn.status, "claimed");
+    assert.equal(typeof got.body.lease_token, "string");
+    assert.equal(got.body.turn.lease_until, got.body.lease_until);
+    assert.equal(got.body.input_messages.at(-1).text, "over to you");
+    assert.match(got.body.detail, /^It is your turn \(\d+\)\. Round 1 of \d+\. You hold its lease until /);
+    assert.doesNotMatch(got.body.detail, /Claim it/, "the detail says what is left to do");
+    // The receipt is the claim's: the newest event, turn.claimed by b.
+    assert.equal(got.body.receipt.seq, await head(f.api, room));
+    const claimed = (await f.api.get(`${base(room)}/export`)).body.events.at(-1);
+    assert.deepEqual([claimed.type, claimed.actor, claimed.seq], ["turn.claimed", "b", got.body.receipt.seq]);
+    const r = await reply(f.api, room, got.body.turn.id, "b", got.body.lease_token, "continue");
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.next.agent_id, "a");
+    assert.equal((await verdict(f.api, room)).verdict, "CLEAN");
+  });
+
+  test("wrong input, the wrong agent and a turn not yet open write nothing; a live re-claim gives the same token; without claim it is GET's answer", async () => {
+    const { uuid: room } = await turnsRoom(f.api, { participants: ["a", "b"] });
+    const before = await head(f.api, room);
+    for (const [body, field] of [
+      [{ agent_id: "a", wait: 31, claim: true }, "wait"],
+      [{ agent_id: "a", wait: -1, claim: true }, "wait"],
+      [{ agent_id: "a", wait: 1.5, claim: true }, "wait"],
+      [{ agent_id: "a", wait: "5", claim: true }, "wait"],
+      [{ agent_id: "a", claim: "yes" }, "claim"],
+      [{ agent_id: "a", claim: 1 }, "claim"],
+      [{ wait: 0, claim: true }, "agent_id"],
+      [{ agent_id: "", claim: true }, "agent_id"],
+      [{ agent_id: 7, claim: true }, "agent_id"],
+      [{ agent_id: "a", claim: true, sig: "x" }, "sig"],
+    ] as const) {
+      const r = await mine(f.api, room, body);
+      assert.equal(r.status, 400, JSON.stringify(body));
+      assert.equal(r.body.code, "validation_error");
+      assert.match(r.body.detail, new RegExp(`^${field}`), `${JSON.stringify(body)}: ${r.body.detail}`);
+    }
+    assert.equal((await mine(f.api, room, "{not json")).body.code, "invalid_json");
+    const stranger = await mine(f.api, room, { agent_id: "zed", claim: true });
+    assert.deepEqual([stranger.status, stranger.body.code], [403, "not_participant"]);
+    const unknown = await mine(f.api, crypto.randomUUID(), { agent_id: "a", claim: true });
+    assert.deepEqual([unknown.status, unknown.body.code], [404, "room_not_found"]);
+    const notYet = await mine(f.api, room, { agent_id: "b", claim: true });
+    assert.equal(notYet.status, 200);
+    assert.equal(notYet.body.turn, null);
+    assert.equal(notYet.body.lease_token, undefined, "nothing claimed");
+    assert.match(notYet.body.detail, /Not your turn yet/);
+    assert.equal(await head(f.api, room), before, "nothing was written");
+
+    // Without claim (or claim false) it is my_turn's answer, as GET gives it.
+    const viaGet = (await f.api.get(`${base(room)}/turns/mine?agent_id=a`)).body;
+    assert.deepEqual((await mine(f.api, room, { agent_id: "a" })).body, viaGet);
+    assert.deepEqual((await mine(f.api, room, { agent_id: "a", claim: false, wait: 0 })).body, viaGet);
+    assert.equal(await head(f.api, room), before);
+
+    // The longest wait is accepted; the turn is open, so the answer is at once, claimed.
+    const first = await mine(f.api, room, { agent_id: "a", wait: 30, claim: true });
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    assert.equal(await head(f.api, room), before + 1, "one event: the claim");
+    const again = await mine(f.api, room, { agent_id: "a", claim: true });
+    assert.equal(again.body.lease_token, first.body.lease_token, "a live re-claim returns the same token");
+    assert.equal(again.body.receipt, null, "and writes nothing");
+    assert.equal(await head(f.api, room), before + 1);
+    // Concurrent claims of one open turn: one lease.
+    await reply(f.api, room, first.body.turn.id, "a", first.body.lease_token, "continue");
+    const race = await Promise.all(Array.from({ length: 8 }, () => mine(f.api, room, { agent_id: "b", claim: true })));
+    assert.deepEqual(race.map((r) => r.status), Array(8).fill(200));
+    assert.equal(new Set(race.map((r) => r.body.lease_token)).size, 1);
+    const events = (await f.api.get(`${base(room)}/export`)).body.events as { type: string; actor: string }[];
+    assert.equal(events.filter((e) => e.type === "turn.claimed" && e.actor === "b").length, 1);
   });
 });

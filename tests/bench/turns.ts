@@ -2,9 +2,9 @@
  * Turns mode figures (issue 6), with the server in a child process as in production:
  * - the claim + reply round trip of one agent pair over HTTP (p50/p99, round trips/s), and the same
  *   claimTurn + replyTurn called in-process as the local limit;
- * - 100 turns rooms × 2 scripted agents (200 concurrent loops of my_turn long-poll → claim →
- *   reply), 20 rounds each, until every room is blocked by max_rounds: wall time, turns, errors
- *   and the turn latency.
+ * - 100 turns rooms × 2 scripted agents (200 concurrent loops of my_turn long-poll with claim →
+ *   reply: two requests a turn), 20 rounds each, until every room is blocked by max_rounds: wall
+ *   time, turns, errors and the turn latency.
  * `turnFigures(report)` is called by tests/bench/run.ts; standalone:
  *   node --import tsx tests/bench/turns.ts
  */
@@ -172,11 +172,12 @@ async function openConnections(api: Client, count: number): Promise<void> {
 }
 
 /**
- * ROOMS rooms × 2 agents, all loops at once. Each agent: GET turns/mine?wait=30 → claim → reply
- * "continue", until its room is no longer active (blocked by max_rounds after ROUNDS rounds).
+ * ROOMS rooms × 2 agents, all loops at once. Each agent: POST turns/mine {wait: 30, claim: true}
+ * (the wait and the claim in one request, as MCP's my_turn) → reply "continue", until its room is
+ * no longer active (blocked by max_rounds after ROUNDS rounds).
  * Turn latency: from the turn's opening on the server (its `opened_at`, written in the same
  * transaction as the previous reply; for a room's first turn, opened at room creation, the start
- * of the run) to the agent holding the accepted reply — the long-poll wake-up, claim and reply.
+ * of the run) to the agent holding the accepted reply — the long-poll wake-up with the claim, and the reply.
  */
 export interface TurnFigures {
   /** Turn latency (opened → reply accepted), ms. */
@@ -217,9 +218,10 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
   const deadline = t0 + DEADLINE_MS;
   const agentLoop = async (room: string, agent: string): Promise<void> => {
     while (performance.now() < deadline) {
+      // my_turn with claim: the wait, and the claim once it is this agent's turn, in one request.
       let mine: Answer;
       try {
-        mine = await api.get(`/api/rooms/${room}/turns/mine?agent_id=${agent}&wait=30`);
+        mine = await api.post(`/api/rooms/${room}/turns/mine`, { agent_id: agent, wait: 30, claim: true });
         requests++;
       } catch (err) {
         fail(`my_turn: ${(err as Error).message}`);
@@ -236,14 +238,13 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
         if (mine.body.room_status !== "active") return;
         continue; // the wait ran out: ask again
       }
+      if (!mine.body.lease_token) {
+        fail("my_turn answered a turn without claiming it");
+        continue;
+      }
       try {
-        const claim = await timed(api.post(`/api/rooms/${room}/turns/${turn.id}/claim`, { agent_id: agent }));
-        if (claim.status !== 200) {
-          fail(`claim ${claim.status} ${claim.body?.code ?? ""}`);
-          continue;
-        }
         const reply = await timed(
-          api.post(`/api/rooms/${room}/turns/${turn.id}/reply`, { agent_id: agent, lease_token: claim.body.lease_token, text: `${agent}: round ${turn.round}`, result: "continue" }),
+          api.post(`/api/rooms/${room}/turns/${turn.id}/reply`, { agent_id: agent, lease_token: mine.body.lease_token, text: `${agent}: round ${turn.round}`, result: "continue" }),
         );
         if (reply.status !== 200) {
           fail(`reply ${reply.status} ${reply.body?.code ?? ""}`);
@@ -254,7 +255,7 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
         wakeups.push(mineAt - opened);
         if (reply.body.room_status !== "active") return;
       } catch (err) {
-        fail(`claim/reply: ${(err as Error).message}`);
+        fail(`reply: ${(err as Error).message}`);
         await sleep(100);
       }
     }
@@ -286,8 +287,8 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
     `wall ${wall.toFixed(1)} s, ${latencies.length.toLocaleString("en")}/${expected.toLocaleString("en")} turns (${Math.round(latencies.length / wall)} turns/s, ${Math.round(requests / wall)} req/s), errors ${errorCount}`,
   );
   report("  turn latency (opened → reply accepted)", `p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, max ${percentile(latencies, 100)} ms`);
-  report("  of which my_turn wake-up (opened → my_turn answered)", `p50 ${percentile(wakeups, 50)} ms, p99 ${percentile(wakeups, 99)} ms`);
-  report("  claim / reply request under that load", `p50 ${ms(percentile(requestTimes, 50))}, p99 ${ms(percentile(requestTimes, 99))}`);
+  report("  of which my_turn wake-up and claim (opened → my_turn answered)", `p50 ${percentile(wakeups, 50)} ms, p99 ${percentile(wakeups, 99)} ms`);
+  report("  reply request under that load", `p50 ${ms(percentile(requestTimes, 50))}, p99 ${ms(percentile(requestTimes, 99))}`);
   const turns = Math.max(1, latencies.length);
   report(
     "  CPU per turn: server (its main thread) / this client (requests per turn)",
