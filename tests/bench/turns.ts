@@ -31,6 +31,7 @@ const DEADLINE_MS = 90_000;
 const COLD = process.env.BENCH_TURN_COLD === "1";
 /** BENCH_TURN_SCRIPTED_ONLY=1: standalone, only the rooms run (no round-trip figures). */
 const SCRIPTED_ONLY = process.env.BENCH_TURN_SCRIPTED_ONLY === "1";
+const SEPARATE_CLAIM = process.env.BENCH_TURN_SEPARATE_CLAIM === "1";
 const PAIR = ["a", "b"] as const;
 
 interface Answer {
@@ -218,10 +219,11 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
   const deadline = t0 + DEADLINE_MS;
   const agentLoop = async (room: string, agent: string): Promise<void> => {
     while (performance.now() < deadline) {
-      // my_turn with claim: the wait, and the claim once it is this agent's turn, in one request.
+      // my_turn with claim: the wait, and the claim once it is this agent's turn, in one request
+      // (BENCH_TURN_SEPARATE_CLAIM=1: GET my_turn, then POST claim, as before POST /turns/mine).
       let mine: Answer;
       try {
-        mine = await api.post(`/api/rooms/${room}/turns/mine`, { agent_id: agent, wait: 30, claim: true });
+        mine = await api.post(`/api/rooms/${room}/turns/mine`, { agent_id: agent, wait: 30, claim: !SEPARATE_CLAIM });
         requests++;
       } catch (err) {
         fail(`my_turn: ${(err as Error).message}`);
@@ -238,7 +240,14 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
         if (mine.body.room_status !== "active") return;
         continue; // the wait ran out: ask again
       }
-      if (!mine.body.lease_token) {
+      if (SEPARATE_CLAIM) {
+        const claim = await timed(api.post(`/api/rooms/${room}/turns/${turn.id}/claim`, { agent_id: agent }));
+        if (claim.status !== 200) {
+          fail(`claim ${claim.status} ${claim.body?.code ?? ""}`);
+          continue;
+        }
+        mine.body.lease_token = claim.body.lease_token;
+      } else if (!mine.body.lease_token) {
         fail("my_turn answered a turn without claiming it");
         continue;
       }
