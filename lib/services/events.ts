@@ -129,14 +129,22 @@ function txOn(svc: Services, w: StoreWriter): Tx {
       const pending = heads.get(room)?.rows.filter((r) => r.seq > since) ?? [];
       return [...(await w.listEvents(room, since, limit)), ...pending].slice(0, limit);
     },
-    // A write that fails inside a savepoint (group commit) leaves no pending append behind.
+    // A write that fails inside a savepoint (group commit) leaves no pending append behind. What is
+    // kept of each head is its room, frontier (both replaced, never changed in place) and how long
+    // its lists were (appends only push): a group commit saves every head once per write, so no
+    // list is copied.
     savepoint: async <T>(fn: () => Promise<T>): Promise<T> => {
-      const saved = new Map([...heads].map(([k, h]) => [k, { ...h, rows: [...h.rows], receipts: [...h.receipts] }]));
+      const saved = [...heads].map(([uuid, head]) => ({ uuid, head, room: head.room, frontier: head.frontier, rows: head.rows.length, receipts: head.receipts.length }));
       try {
         return await w.savepoint(fn);
       } catch (err) {
         heads.clear();
-        for (const [k, h] of saved) heads.set(k, h);
+        for (const { uuid, head, room, frontier, rows, receipts } of saved) {
+          Object.assign(head, { room, frontier });
+          head.rows.length = rows;
+          head.receipts.length = receipts;
+          heads.set(uuid, head);
+        }
         throw err;
       }
     },
