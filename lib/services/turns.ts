@@ -276,8 +276,8 @@ const endedDetail = (t: TurnsRoom) =>
  * a turn open to this agent now is also claimed, and the answer carries the claim's lease token,
  * lease and receipt (and the input messages as of the claim): one request instead of two.
  */
-export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnBody | MyTurnInput, signal?: AbortSignal) {
-  const claiming = "claim" in input && input.claim === true;
+export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnBody, signal?: AbortSignal) {
+  const claiming = input.claim === true;
   const until = Date.now() + (input.wait ?? 0) * 1000;
   const watch = input.wait ? watchTurns(svc, parseRoomId(rawRoomId), input.agent_id) : undefined;
   let mine: Awaited<ReturnType<typeof turnFor>>;
@@ -288,7 +288,7 @@ export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnBody
   }
   // Claim only a turn that is open for this agent now; one that opens later says when.
   if (!claiming || mine.turn === null || signal?.aborted || mine.turn.available_at > isoNow(svc)) return mine;
-  const claimed = await claimTurn(svc, rawRoomId, String(mine.turn.id), { agent_id: input.agent_id, sig: (input as MyTurnBody).sig });
+  const claimed = await claimTurn(svc, rawRoomId, String(mine.turn.id), { agent_id: input.agent_id, sig: input.sig });
   return {
     ...mine,
     turn: claimed.turn,
