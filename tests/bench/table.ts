@@ -1,12 +1,12 @@
 /**
  * The final table: figure | SQLite | PostgreSQL | ceiling | ratio | target, each target marked met or
  * not met per backend. A rate's ratio is taken against the ceiling measured by the same generator
- * in the same run; a target is met only if both generators say so (the lower ratio, the higher
+ * in the same run (the mean of its start's and its end's); a target is met only if both generators say so (the lower ratio, the higher
  * p99, the errors of both runs and the server's non-2xx).
  */
 import { verifyTime, type CoreFigures, type Delivery, type VerifyFigure } from "./core";
 import type { GrowthFigures, GrowthPoint } from "./growth";
-import { num, type LoadResult } from "./load";
+import { num, type ClientView, type LoadResult } from "./load";
 import type { TurnFigures } from "./turns";
 
 export interface BackendFigures extends CoreFigures {
@@ -15,10 +15,19 @@ export interface BackendFigures extends CoreFigures {
 }
 
 export interface Ceilings {
-  node?: LoadResult;
-  hono?: LoadResult;
+  /** With `samples`: the mean of the start's and the end's rates (meanCeiling). */
+  node?: Ceiling;
+  hono?: Ceiling;
   /** The same delivery, from a node:http server that does only its I/O. */
   delivery?: { sse: Delivery; polls: Delivery };
+}
+
+type Ceiling = LoadResult & { samples?: [start: LoadResult, end: LoadResult] };
+
+/** The ceiling of the start and of the end of the run as one: each generator's mean rate. */
+export function meanCeiling(start: LoadResult, end: LoadResult): Ceiling {
+  const mean = (a: ClientView, b: ClientView | undefined): ClientView => (b ? { ...a, rate: (a.rate + b.rate) / 2 } : a);
+  return { ...start, ac: mean(start.ac, end.ac), ...(start.wrk ? { wrk: mean(start.wrk, end.wrk) } : {}), samples: [start, end] };
 }
 
 type Verdict = boolean | undefined;
@@ -63,7 +72,11 @@ function ratios(r: LoadResult | undefined, c: LoadResult | undefined): { text: s
 
 const deliveryCell = (d: Delivery | undefined) => (d ? `p50 ${msText(d.p50)} ms, p99 ${msText(d.p99)} ms, ${num(d.delivered)}/${num(d.expected)}, ${d.lost} lost` : undefined);
 const verifyCell = (v: VerifyFigure | undefined, rss = false) => (v ? `${verifyTime(v)} ${v.verdict}${rss ? `, peak RSS ${num(v.rssMb)} MB` : ""}` : undefined);
-const ceilingCell = (r: LoadResult | undefined, what: string) => (r ? `${what}: ${r.wrk ? `wrk ${num(r.wrk.rate)}/s · ` : ""}autocannon ${num(r.ac.rate)}/s` : "—");
+const rateText = (r: LoadResult) => `${r.wrk ? `wrk ${num(r.wrk.rate)}/s · ` : ""}autocannon ${num(r.ac.rate)}/s`;
+const ceilingCell = (r: Ceiling | undefined, what: string) => (r ? `${what}: ${rateText(r)}` : "—");
+/** The ceiling rows also say what the mean is of. */
+const ceilingSamplesCell = (r: Ceiling | undefined, what: string) =>
+  r?.samples ? `${ceilingCell(r, what)} (the mean of the run's start, ${rateText(r.samples[0])}, and end, ${rateText(r.samples[1])})` : ceilingCell(r, what);
 
 /** Lowest rate over highest among the points, per generator; the lower one decides. */
 function flatness(points: GrowthPoint[] | undefined, which: "post" | "idle"): { text: string; low: number } | undefined {
@@ -95,8 +108,8 @@ export function rows(c: Ceilings): Row[] {
     },
   });
   return [
-    { figure: "Ceiling: empty node:http server, 64 connections", cell: () => undefined, ceiling: ceilingCell(c.node, "node:http") },
-    { figure: "Ceiling: trivial Hono route (@hono/node-server), 64 connections", cell: () => undefined, ceiling: honoCeiling },
+    { figure: "Ceiling: empty node:http server, 64 connections", cell: () => undefined, ceiling: ceilingSamplesCell(c.node, "node:http") },
+    { figure: "Ceiling: trivial Hono route (@hono/node-server), 64 connections", cell: () => undefined, ceiling: ceilingSamplesCell(hono, "trivial Hono") },
     {
       figure: "  the server's floor: GET /api/server-key (a route that does nothing), 64 connections",
       cell: (f) => loadCell(f.trivialRoute),
