@@ -25,6 +25,8 @@ export interface Services {
   originHost: string;
   /** Writes waiting for the next group commit (lib/services/events.ts). */
   writeQueue?: unknown;
+  /** The my_turn waits with claim on this instance, by room (lib/services/turns.ts). */
+  claimWaits?: unknown;
   /** Derived per-room state, keyed by the room head it was built from. */
   caches: Caches;
   /** The room rows the read paths use, kept true by the notifier (lib/services/cache.ts). */

@@ -27,7 +27,7 @@ import { appendMessage, takePostBudget } from "./messages";
 import {
   hashToken, parseRoomId, parseSeqId, requireOpenRoom, requireOwner, requireParticipant, requireRoom, requireTurnsRoom, tokenMatches,
 } from "./access";
-import { signedWrite } from "./signatures";
+import { pinnedKey, signedWrite } from "./signatures";
 
 
 // ---- lease tokens ----
@@ -39,6 +39,25 @@ import { signedWrite } from "./signatures";
  */
 function leaseToken(svc: Services, room: string, turnId: number, claimSeq: number): string {
   return crypto.createHmac("sha256", svc.leaseSecret).update(`${room}/${turnId}/${claimSeq}`).digest("base64url");
+}
+
+// ---- claims waiting in my_turn, on this instance ----
+
+/** A my_turn with wait and claim (unsigned), and the receipt of the claim a reply made ahead for it. */
+interface ClaimWait {
+  agentId: string;
+  receipt?: Receipt;
+}
+const claimWaits = (svc: Services) => (svc.claimWaits ??= new Map<string, Set<ClaimWait>>()) as Map<string, Set<ClaimWait>>;
+
+/** Registered for the wait of one my_turn: closed when it answers, times out or its caller goes away. */
+function waitToClaim(svc: Services, room: string, agentId: string): ClaimWait & { close(): void } {
+  const waits = claimWaits(svc);
+  const inRoom = waits.get(room) ?? new Set<ClaimWait>();
+  waits.set(room, inRoom);
+  const wait = { agentId, close: () => void (inRoom.delete(wait) && inRoom.size === 0 && waits.get(room) === inRoom && waits.delete(room)) };
+  inRoom.add(wait);
+  return wait;
 }
 
 // ---- the turns state a write left, by head ----
@@ -279,16 +298,26 @@ const endedDetail = (t: TurnsRoom) =>
 export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnBody, signal?: AbortSignal) {
   const claiming = input.claim === true;
   const until = Date.now() + (input.wait ?? 0) * 1000;
-  const watch = input.wait ? watchTurns(svc, parseRoomId(rawRoomId), input.agent_id) : undefined;
+  const room = input.wait ? parseRoomId(rawRoomId) : undefined;
+  const watch = room === undefined ? undefined : watchTurns(svc, room, input.agent_id);
+  // A waiting unsigned claim can be made ahead by the reply that opens the turn (claimAhead).
+  const ahead = room !== undefined && claiming && input.sig === undefined ? waitToClaim(svc, room, input.agent_id) : undefined;
   let mine: Awaited<ReturnType<typeof turnFor>>;
   try {
-    mine = await turnFor(svc, rawRoomId, input, until, watch, signal, claiming);
+    mine = await turnFor(svc, rawRoomId, input, until, watch, signal, claiming, ahead);
   } finally {
     watch?.close();
+    ahead?.close();
   }
   // Claim only a turn that is open for this agent now; one that opens later says when.
-  if (!claiming || mine.turn === null || signal?.aborted || mine.turn.available_at > isoNow(svc)) return mine;
-  const claimed = await claimTurn(svc, rawRoomId, String(mine.turn.id), { agent_id: input.agent_id, sig: input.sig });
+  if (!claiming || mine.turn === null || "lease_token" in mine || signal?.aborted || mine.turn.available_at > isoNow(svc)) return mine;
+  return withLease(mine, await claimTurn(svc, rawRoomId, String(mine.turn.id), { agent_id: input.agent_id, sig: input.sig }));
+}
+
+/** A claiming my_turn's answer: the turn as the claim left it, with its lease. */
+function withLease<T extends { detail: string }>(
+  mine: T, claimed: { turn: ReturnType<typeof publicTurn>; input_messages: Message[]; lease_token: string; lease_until: string; receipt: Receipt | null },
+) {
   return {
     ...mine,
     turn: claimed.turn,
@@ -300,9 +329,13 @@ export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnBody
   };
 }
 
-/** With `claiming`, a turn open to the agent now is answered without its input messages or what to do next: the claim gives those. */
+/**
+ * With `claiming`, a turn open to the agent now is answered without its input messages or what to
+ * do next (the claim gives those), unless `ahead` was claimed for it: then with the lease.
+ */
 async function turnFor(
-  svc: Services, rawRoomId: string, input: MyTurnInput, until: number, watch: ReturnType<typeof watchTurns> | undefined, signal: AbortSignal | undefined, claiming: boolean,
+  svc: Services, rawRoomId: string, input: MyTurnInput, until: number, watch: ReturnType<typeof watchTurns> | undefined, signal: AbortSignal | undefined,
+  claiming: boolean, ahead?: ClaimWait,
 ) {
   /** The state a wake-up brought (from memory), else read. */
   let woke: TurnsAt | undefined;
@@ -317,7 +350,18 @@ async function turnFor(
     if (mine && mine.available_at <= now) {
       const what = mine.phase === "confirm" ? `Confirm turn: ${turnsRoom.proposal?.by ?? "someone"} proposed to finish. Reply result "complete" to confirm or "continue" to reject.` : `Round ${mine.round} of ${turnsRoom.config.max_rounds}.`;
       const detail = `It is your turn (${mine.id}). ${what}`;
-      if (claiming) return { ...base, turn: publicTurn(mine), detail };
+      if (claiming) {
+        const answer = { ...base, turn: publicTurn(mine), detail };
+        const receipt = ahead?.receipt;
+        if (!receipt || mine.status !== "claimed" || mine.claim_seq !== receipt.seq || mine.lease_until! <= now) return answer;
+        return withLease(answer, {
+          turn: answer.turn,
+          lease_token: leaseToken(svc, room.uuid, mine.id, mine.claim_seq),
+          lease_until: mine.lease_until!,
+          input_messages: await inputMessages(svc, svc.store, state, input.agent_id),
+          receipt,
+        });
+      }
       const action = mine.status === "claimed" ? "You hold its lease: reply" : `Claim it (my_turn with claim: true, or POST .../turns/${mine.id}/claim) before ${mine.claim_by}, then reply`;
       return { ...base, turn: publicTurn(mine), input_messages: await inputMessages(svc, svc.store, state, input.agent_id), detail: `${detail} ${action}.` };
     }
@@ -434,8 +478,7 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
       throw new ParleyError("not_your_turn", `Turn ${turn.id} belongs to "${turn.agent_id}". Wait for yours: my_turn over MCP, or GET /api/rooms/${room.uuid}/turns/mine?agent_id=${encodeURIComponent(input.agent_id)}&wait=30.`);
     }
     // Signed (or refused for a pinned agent) before anything is handed out, a re-claim included.
-    const payload = { turn_id: turn.id };
-    const sig = await signedWrite(svc, tx, room, "turn.claimed", input.agent_id, payload, input.sig);
+    const sig = await signedWrite(svc, tx, room, "turn.claimed", input.agent_id, { turn_id: turn.id }, input.sig);
     const now = tx.now;
     if (turn.status === "claimed") {
       if (turn.lease_until !== null && turn.lease_until > now) {
@@ -462,24 +505,51 @@ export function claimTurn(svc: Services, rawRoomId: string, rawTurnId: string, i
       const inS = Math.ceil((Date.parse(turn.available_at) - Date.parse(now)) / 1000);
       throw new ParleyError("turn_not_ready", `Turn ${turn.id} opens at ${turn.available_at} (in ${inS} s): claim it then.`);
     }
-    const token = leaseToken(svc, room.uuid, turn.id, room.headSize + 1);
-    const leaseUntil = txAfter(tx, turnsRoom.config.turn_timeout_s);
     // The messages as they were before the claim (the claim adds none): what my_turn handed over.
     const messages = await inputMessages(svc, tx, { room, turnsRoom }, input.agent_id);
-    const written = await appendTurnEvents(svc, tx, room, proj, [
-      { type: "turn.claimed", actor: input.agent_id, payload, server: { lease_until: leaseUntil, lease_hash: hashToken(token) }, sig },
-    ]);
+    const claim = await appendClaim(svc, tx, room, proj, turn, input.agent_id, sig);
     return {
       value: {
         turn: publicTurn(proj.turns.find((t) => t.id === turn.id)!),
-        lease_token: token,
-        lease_until: leaseUntil,
+        lease_token: claim.token,
+        lease_until: claim.leaseUntil,
         input_messages: messages,
-        receipt: written.appended[0]!.receipt as Receipt | null,
+        receipt: claim.receipt as Receipt | null,
       },
-      after: stateAfter(room, written.room, proj),
+      after: stateAfter(room, claim.room, proj),
     };
   });
+}
+
+/** The turn.claimed event of `turn` (ready, open now, checked by the caller) and the lease it makes. */
+async function appendClaim(svc: Services, tx: Tx, room: RoomRow, proj: TurnsProjection, turn: TurnState, agentId: string, sig: EventSig | undefined) {
+  const token = leaseToken(svc, room.uuid, turn.id, room.headSize + 1);
+  const leaseUntil = txAfter(tx, proj.room!.config.turn_timeout_s);
+  const written = await appendTurnEvents(svc, tx, room, proj, [
+    { type: "turn.claimed", actor: agentId, payload: { turn_id: turn.id }, server: { lease_until: leaseUntil, lease_hash: hashToken(token) }, sig },
+  ]);
+  return { token, leaseUntil, receipt: written.appended[0]!.receipt, room: written.room };
+}
+
+/**
+ * A reply that opens the next turn claims it, in its own transaction, for a my_turn with claim
+ * waiting for that turn on this instance (unsigned: an agent with a pinned key signs its own
+ * claims, and its wait claims once it wakes). The claim is the waiting agent's own request, made
+ * ahead: the same event, checks and lease as if it had claimed on waking, with one transaction
+ * and one signed checkpoint a turn fewer. The wait finds the claim's receipt when it wakes
+ * (`ClaimWait.receipt`); a wait that went away meanwhile leaves a lease a later claim of the same
+ * agent gets back, as when a claim's answer is lost.
+ */
+async function claimAhead(svc: Services, tx: Tx, room: RoomRow, proj: TurnsProjection): Promise<RoomRow> {
+  const turnsRoom = proj.room!;
+  const next = turnsRoom.current === null ? undefined : proj.turns.find((t) => t.id === turnsRoom.current);
+  if (turnsRoom.status !== "active" || !next || next.status !== "ready" || next.available_at > tx.now || next.claim_by <= tx.now) return room;
+  let wait: ClaimWait | undefined;
+  for (const w of claimWaits(svc).get(room.uuid) ?? []) if (sameAgent(w.agentId, next.agent_id)) wait ??= w;
+  if (!wait || (await pinnedKey(tx, room.uuid, wait.agentId))) return room;
+  const claim = await appendClaim(svc, tx, room, proj, next, wait.agentId, undefined);
+  wait.receipt = claim.receipt;
+  return claim.room;
 }
 
 /** The lease holder's reply: a message carrying the turn id, the turn's close, and what follows it. */
@@ -510,8 +580,9 @@ export async function replyTurn(svc: Services, caller: Caller, rawRoomId: string
     const { message, appended } = await appendMessage(svc, tx, room, input.agent_id, payload, sig);
     const outcome: Outcome = { kind: "reply", result: input.result, text: input.text, message_id: message.id };
     const written = await appendTurnEvents(svc, tx, appended.room, proj, serverEvents(planAfterTurn(proj, turn, outcome, now)));
+    const end = await claimAhead(svc, tx, written.room, proj);
     // Kept as a read would give it back.
-    const after = stateAfter(room, written.room, proj, [messageFromRow(messageToRow(room.uuid, message))]);
+    const after = stateAfter(room, end, proj, [messageFromRow(messageToRow(room.uuid, message))]);
     const next = after.state.current;
     return {
       value: {

@@ -623,6 +623,75 @@ describe("turns: my_turn with claim, one request (POST /turns/mine)", () => {
     assert.equal((await verdict(f.api, room)).verdict, "CLEAN");
   });
 
+  test("the reply that opens a waiting claim's turn claims it in its own transaction: one checkpoint for both", { timeout: 15_000 }, async () => {
+    const { uuid: room } = await turnsRoom(f.api, { participants: ["a", "b"] });
+    const idle = f.server.svc.notifier.streamCount;
+    const waiting = mine(f.api, room, { agent_id: "b", wait: 30, claim: true });
+    await waitUntil("b's wait being parked", () => f.server.svc.notifier.streamCount > idle);
+    const { replied } = await take(f.api, room, "a", "continue", "over to you");
+    // The reply's answer already shows b's turn claimed, with the lease b is handed.
+    assert.deepEqual([replied.next.agent_id, replied.next.status], ["b", "claimed"]);
+    const got = (await waiting).body;
+    assert.equal(got.turn.id, replied.next.id);
+    assert.equal(got.lease_until, replied.next.lease_until);
+    assert.equal(got.input_messages.at(-1).text, "over to you");
+    const events = (await f.api.get(`${base(room)}/export`)).body.events as { seq: number; type: string; actor: string; checkpoint?: string }[];
+    const claimEvent = events.at(-1)!;
+    assert.deepEqual([claimEvent.type, claimEvent.actor, claimEvent.seq], ["turn.claimed", "b", got.receipt.seq]);
+    // One transaction: the claim's receipt carries the reply's checkpoint (one per room and commit).
+    assert.equal(got.receipt.checkpoint, replied.receipt.checkpoint);
+    assert.equal(events.filter((e) => e.type === "turn.claimed" && e.actor === "b").length, 1, "b's wake-up claimed nothing more");
+    const r = await reply(f.api, room, got.turn.id, "b", got.lease_token, "continue");
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal((await claim(f.api, room, r.body.next.id, "a")).status, 200, "a's next turn was left for a's own claim: nobody waited for it");
+    const v = await verdict(f.api, room);
+    assert.equal(v.verdict, "CLEAN", v.explanation);
+  });
+
+  test("no claim is made ahead for a wait without claim, one that went away, or an agent whose key is pinned", { timeout: 20_000 }, async () => {
+    const parked = async (before: number) => waitUntil("the wait being parked", () => f.server.svc.notifier.streamCount > before);
+    // A wait without claim: the turn is left ready.
+    const { uuid: room } = await turnsRoom(f.api, { participants: ["a", "b"] });
+    let idle = f.server.svc.notifier.streamCount;
+    const plain = f.api.get(`${base(room)}/turns/mine?agent_id=b&wait=30`);
+    await parked(idle);
+    let { replied } = await take(f.api, room, "a");
+    assert.deepEqual([replied.next.agent_id, replied.next.status], ["b", "ready"]);
+    assert.equal((await plain).body.lease_token, undefined);
+    // A waiting claim whose caller went away: nobody to hand the lease to, so none is made.
+    const b = await take(f.api, room, "b");
+    assert.equal(b.replied.next.agent_id, "a");
+    await take(f.api, room, "a");
+    idle = f.server.svc.notifier.streamCount;
+    const gone = new AbortController();
+    const abandoned = fetch(`${f.url}${base(room)}/turns/mine`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ agent_id: "a", wait: 30, claim: true }), signal: gone.signal }).catch(() => "aborted");
+    await parked(idle);
+    gone.abort();
+    assert.equal(await abandoned, "aborted");
+    await waitUntil("the server dropping the wait", () => f.server.svc.notifier.streamCount === idle);
+    ({ replied } = await take(f.api, room, "b"));
+    assert.deepEqual([replied.next.agent_id, replied.next.status], ["a", "ready"]);
+
+    // A pinned agent signs its claims: its unsigned waiting claim is not made for it, and is refused when it wakes.
+    const { uuid: signed } = await turnsRoom(f.api, { participants: ["signer", "other"] });
+    const agent = testAgent();
+    const t = await current(f.api, signed);
+    const c = await claim(f.api, signed, t.id, "signer", { sig: agent.signWrite(signed, "turn.claimed", "signer", { turn_id: t.id }) });
+    assert.equal(c.status, 200, JSON.stringify(c.body));
+    const payload = { text: "signed", turn_id: t.id, result: "continue" };
+    const r = await f.api.post(`${base(signed)}/turns/${t.id}/reply`, { agent_id: "signer", lease_token: c.body.lease_token, ...payload, sig: agent.signWrite(signed, "message.posted", "signer", payload) });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    idle = f.server.svc.notifier.streamCount;
+    const unsigned = mine(f.api, signed, { agent_id: "signer", wait: 30, claim: true });
+    await parked(idle);
+    ({ replied } = await take(f.api, signed, "other"));
+    assert.deepEqual([replied.next.agent_id, replied.next.status], ["signer", "ready"]);
+    const refused = await unsigned;
+    assert.deepEqual([refused.status, refused.body.code], [403, "signature_required"]);
+    const v = await verdict(f.api, signed);
+    assert.equal(v.verdict, "CLEAN", v.explanation);
+  });
+
   test("wrong input, the wrong agent and a turn not yet open write nothing; a live re-claim gives the same token; without claim it is GET's answer", async () => {
     const { uuid: room } = await turnsRoom(f.api, { participants: ["a", "b"] });
     const before = await head(f.api, room);

@@ -98,7 +98,8 @@ describe("MCP turns tools", () => {
         } else {
           assert.equal(replied.room_status, "active");
           assert.ok(replied.next, "the next turn is open");
-          assert.equal(replied.next.status, "ready");
+          // Ready, or already claimed for its agent when that agent's my_turn with claim was waiting.
+          assert.ok(["ready", "claimed"].includes(replied.next.status), replied.next.status);
         }
       }
       assert.fail(`${name} never saw the room end`);
