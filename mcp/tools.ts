@@ -53,7 +53,7 @@ export interface ToolDef {
    * takes from the general request budget before `run` (mcp/server.ts), as every other REST request.
    */
   ownBudget?: true;
-  /** With `wait` > 0 it parks on the notifier, as the REST long-polls: it holds a stream slot of its caller. */
+  /** With `wait` (or `my_next.wait`) > 0 it parks on the notifier, as the REST long-polls: it holds a stream slot of its caller. */
   waits?: true;
   /** It reads the whole room, as the REST export and verify: it holds an export slot. */
   wholeRoom?: true;
@@ -433,13 +433,15 @@ export const ALL_TOOLS: ToolDef[] = [
   {
     name: "reply_turn",
     title: "Answer your turn",
-    description: "Answer your claimed turn once: posts text and opens the next turn. result: continue, pass, complete (propose to finish; in a confirm turn: confirm, continue rejects) or blocked (stops the room; text says why).",
+    description: "Answer your claimed turn once: posts text, opens the next turn. result: continue, pass, complete (propose to finish; in a confirm turn: confirm; continue rejects) or blocked (stops the room). my_next {wait: 30, claim: true} waits for your next turn too.",
     annotations: WRITE,
     input: roomAnd(replyTurnBody, { turn_id: id }),
     // A reply is a post: the post budgets (in replyTurn), as send_message and the REST reply.
     ownBudget: true,
+    waits: true,
     run(args, ctx) {
-      return replyTurn(ctx.svc, ctx.caller, roomArg(args), idArg(args, "turn_id"), parse(replyTurnBody, bodyOf(args, "turn_id")));
+      const input = parse(replyTurnBody, bodyOf(args, "turn_id"));
+      return replyTurn(ctx.svc, ctx.caller, roomArg(args), idArg(args, "turn_id"), input, input.my_next?.wait ? ctx.signal : undefined);
     },
   },
 ];

@@ -24,7 +24,8 @@ function holdFor(svc: Services, ip: string, m: unknown): (() => void) | undefine
   if (listenedUris(m) !== undefined) return holdStream(svc, ip);
   const tool = toolCalled(m);
   if (tool?.waits) {
-    const wait = (m as { params?: { arguments?: { wait?: unknown } } }).params?.arguments?.wait;
+    const args = (m as { params?: { arguments?: { wait?: unknown; my_next?: { wait?: unknown } } } }).params?.arguments;
+    const wait = args?.wait ?? args?.my_next?.wait;
     if (typeof wait === "number" && wait > 0) return holdStream(svc, ip);
   }
   if (tool?.wholeRoom) return holdExport(svc);

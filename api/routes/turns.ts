@@ -8,11 +8,16 @@ import {
   repliedTurn, replyTurnBody, skipTurnBody, takenTurn, turnsActionResult, turnsHealth as turnsHealthSchema, turnsOverview, turnsState,
 } from "../../lib/schemas/turns";
 import { postedMessage } from "../../lib/schemas/messages";
-import { bearer, doc, jsonBody, queryOf, type App } from "../http";
+import type { Context } from "hono";
+import { holdStream } from "../../lib/services/rate-limit";
+import { bearer, doc, holdUntilClosed, jsonBody, queryOf, type App, type Env } from "../http";
 
 /** Turns mode (issue 6): server-made turns with leases, rounds, completion, owner controls and a passive monitor. */
 export function turnRoutes(app: App, svc: Services): void {
   const id = (c: { req: { param(name: "id"): string } }) => c.req.param("id");
+  /** A POST that waits (wait > 0) holds one of its caller's stream slots meanwhile, as a GET long-poll does, taken before anything is written. */
+  const waiting = <T>(c: Context<Env>, wait: number | undefined, run: (signal?: AbortSignal) => Promise<T>) =>
+    wait ? holdUntilClosed(c, holdStream(svc, c.get("caller").ip), () => run(c.req.raw.signal)) : run();
 
   doc({ method: "get", path: "/api/rooms/:id/turns", tag: "turns", summary: "The turns state and every turn, oldest first", response: turnsOverview });
   app.get("/api/rooms/:id/turns", async (c) => c.json(await listTurns(svc, id(c))));
@@ -29,14 +34,17 @@ export function turnRoutes(app: App, svc: Services): void {
   doc({ method: "post", path: "/api/rooms/:id/turns/mine", tag: "turns", summary: "my_turn with a body: wait (s) long-polls until it is your turn; claim true also claims it and returns the lease token (one request instead of two)", body: myTurnBody, response: takenTurn });
   app.post("/api/rooms/:id/turns/mine", async (c) => {
     const body = await jsonBody(c, myTurnBody);
-    return c.json(await myTurn(svc, id(c), body, body.wait ? c.req.raw.signal : undefined));
+    return c.json(await waiting(c, body.wait, (signal) => myTurn(svc, id(c), body, signal)));
   });
 
   doc({ method: "post", path: "/api/rooms/:id/turns/:tid/claim", tag: "turns", summary: "Claim your turn: a lease token (a live re-claim returns the same one)", body: claimTurnBody, response: claimedTurn });
   app.post("/api/rooms/:id/turns/:tid/claim", async (c) => c.json(await claimTurn(svc, id(c), c.req.param("tid"), await jsonBody(c, claimTurnBody))));
 
-  doc({ method: "post", path: "/api/rooms/:id/turns/:tid/reply", tag: "turns", summary: "Answer your claimed turn: posts the message, closes the turn, opens the next", body: replyTurnBody, response: repliedTurn });
-  app.post("/api/rooms/:id/turns/:tid/reply", async (c) => c.json(await replyTurn(svc, c.get("caller"), id(c), c.req.param("tid"), await jsonBody(c, replyTurnBody))));
+  doc({ method: "post", path: "/api/rooms/:id/turns/:tid/reply", tag: "turns", summary: "Answer your claimed turn: posts the message, closes the turn, opens the next; my_next {wait, claim} then waits for and takes your next turn (one request a turn)", body: replyTurnBody, response: repliedTurn });
+  app.post("/api/rooms/:id/turns/:tid/reply", async (c) => {
+    const body = await jsonBody(c, replyTurnBody);
+    return c.json(await waiting(c, body.my_next?.wait, (signal) => replyTurn(svc, c.get("caller"), id(c), c.req.param("tid"), body, signal)));
+  });
 
   doc({ method: "post", path: "/api/rooms/:id/turns/:tid/skip", tag: "turns", summary: "Skip the open turn: the supervisor (agent_id) or the owner (token)", body: skipTurnBody, response: turnsActionResult, owner: true });
   app.post("/api/rooms/:id/turns/:tid/skip", async (c) => c.json(await skipTurn(svc, id(c), c.req.param("tid"), await jsonBody(c, skipTurnBody), bearer(c))));

@@ -31,14 +31,29 @@ export const turnResult = z.enum(["continue", "complete", "pass", "blocked"], { 
 export const claimTurnBody = z.object({ agent_id: agentId, sig: signatureV1.optional() });
 export type ClaimTurnInput = z.infer<typeof claimTurnBody>;
 
-export const replyTurnBody = z.object({ agent_id: agentId, lease_token: leaseToken, text: messageText, result: turnResult, sig: signatureV1.optional() });
+/** The longest my_turn wait, in seconds. */
+export const MY_TURN_MAX_WAIT_S = 30;
+const myTurnWait = int("a whole number of seconds", 0, MY_TURN_MAX_WAIT_S);
+const claimFlag = z.boolean({ error: "must be true or false" });
+
+/**
+ * A reply, and with `my_next` then my_turn for the replying agent's next turn in the same request
+ * (`wait`, and `claim` to take it): an agent's loop is one request a turn. Its claim is unsigned,
+ * so a signed reply (its agent's key is pinned) cannot ask for one.
+ */
+export const replyTurnBody = z.object({
+  agent_id: agentId,
+  lease_token: leaseToken,
+  text: messageText,
+  result: turnResult,
+  sig: signatureV1.optional(),
+  my_next: z.object({ wait: myTurnWait.optional(), claim: claimFlag.optional() }, { error: "must be an object" }).strict().optional(),
+});
 export type ReplyTurnInput = z.infer<typeof replyTurnBody>;
 
 export const skipTurnBody = z.object({ agent_id: agentId.optional(), sig: signatureV1.optional() });
 export type SkipTurnInput = z.infer<typeof skipTurnBody>;
 
-/** The longest my_turn wait, in seconds. */
-export const MY_TURN_MAX_WAIT_S = 30;
 export const myTurnQuery = z.object({ agent_id: agentId, wait: queryInt(0, MY_TURN_MAX_WAIT_S).optional() });
 export type MyTurnInput = z.infer<typeof myTurnQuery>;
 /**
@@ -47,8 +62,8 @@ export type MyTurnInput = z.infer<typeof myTurnQuery>;
  */
 export const myTurnBody = z.object({
   agent_id: agentId,
-  wait: int("a whole number of seconds", 0, MY_TURN_MAX_WAIT_S).optional(),
-  claim: z.boolean({ error: "must be true or false" }).optional(),
+  wait: myTurnWait.optional(),
+  claim: claimFlag.optional(),
   sig: signatureV1.optional(),
 });
 export type MyTurnBody = z.infer<typeof myTurnBody>;
@@ -103,7 +118,15 @@ export const myTurn = z.object({
 /** my_turn with claim: the turn and, once taken, its lease as claim gives it. */
 export const takenTurn = myTurn.extend({ lease_token: z.string().optional(), lease_until: z.string().optional(), receipt: receipt.nullable().optional() });
 export const claimedTurn = z.object({ turn, lease_token: z.string(), lease_until: z.string(), input_messages: z.array(message), receipt: receipt.nullable() });
-export const repliedTurn = z.object({ message_id: z.number().int(), turn, next: turn.nullable(), room_status: turnsState.shape.status, receipt });
+export const repliedTurn = z.object({
+  message_id: z.number().int(),
+  turn,
+  next: turn.nullable(),
+  room_status: turnsState.shape.status,
+  receipt,
+  /** With my_next in the body: my_turn's answer for the replying agent's next turn. */
+  my_next: takenTurn.optional(),
+});
 export const turnsActionResult = turnsState.extend({ receipt: receipt.nullable() });
 export const healthAlert = z.object({ type: z.string(), detail: z.string() }).catchall(z.unknown());
 export const turnsHealth = z.object({ status: turnsState.shape.status, round: z.number().int(), max_rounds: z.number().int(), current: turn.nullable(), alerts: z.array(healthAlert) });

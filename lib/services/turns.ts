@@ -296,18 +296,36 @@ const endedDetail = (t: TurnsRoom) =>
  * lease and receipt (and the input messages as of the claim): one request instead of two.
  */
 export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnBody, signal?: AbortSignal) {
+  return takeTurn(svc, rawRoomId, input, input.wait ? openWait(svc, parseRoomId(rawRoomId), input) : undefined, signal);
+}
+
+/**
+ * What a waiting my_turn listens with, opened before its first read (so no commit between that
+ * read and the wait is missed): the room's commits and, for an unsigned claim, its registration
+ * for the claim a reply may make ahead (claimAhead).
+ */
+function openWait(svc: Services, room: string, input: MyTurnBody) {
+  const watch = watchTurns(svc, room, input.agent_id);
+  const ahead = input.claim === true && input.sig === undefined ? waitToClaim(svc, room, input.agent_id) : undefined;
+  return {
+    watch,
+    ahead,
+    close() {
+      watch.close();
+      ahead?.close();
+    },
+  };
+}
+
+/** my_turn over `wait` (closed here), from the turns state `known` when the caller has it at the room's head. */
+async function takeTurn(svc: Services, rawRoomId: string, input: MyTurnBody, wait: ReturnType<typeof openWait> | undefined, signal?: AbortSignal, known?: TurnsAt) {
   const claiming = input.claim === true;
   const until = Date.now() + (input.wait ?? 0) * 1000;
-  const room = input.wait ? parseRoomId(rawRoomId) : undefined;
-  const watch = room === undefined ? undefined : watchTurns(svc, room, input.agent_id);
-  // A waiting unsigned claim can be made ahead by the reply that opens the turn (claimAhead).
-  const ahead = room !== undefined && claiming && input.sig === undefined ? waitToClaim(svc, room, input.agent_id) : undefined;
   let mine: Awaited<ReturnType<typeof turnFor>>;
   try {
-    mine = await turnFor(svc, rawRoomId, input, until, watch, signal, claiming, ahead);
+    mine = await turnFor(svc, rawRoomId, input, until, wait, signal, claiming, known);
   } finally {
-    watch?.close();
-    ahead?.close();
+    wait?.close();
   }
   // Claim only a turn that is open for this agent now; one that opens later says when.
   if (!claiming || mine.turn === null || "lease_token" in mine || signal?.aborted || mine.turn.available_at > isoNow(svc)) return mine;
@@ -334,11 +352,11 @@ function withLease<T extends { detail: string }>(
  * do next (the claim gives those), unless `ahead` was claimed for it: then with the lease.
  */
 async function turnFor(
-  svc: Services, rawRoomId: string, input: MyTurnInput, until: number, watch: ReturnType<typeof watchTurns> | undefined, signal: AbortSignal | undefined,
-  claiming: boolean, ahead?: ClaimWait,
+  svc: Services, rawRoomId: string, input: MyTurnInput, until: number, wait: { watch: ReturnType<typeof watchTurns>; ahead?: ClaimWait } | undefined,
+  signal: AbortSignal | undefined, claiming: boolean, known?: TurnsAt,
 ) {
   /** The state a wake-up brought (from memory), else read. */
-  let woke: TurnsAt | undefined;
+  let woke = known;
   for (;;) {
     const state = woke && !isExpired(woke.room, isoNow(svc)) ? woke : await readTurnsState(svc, rawRoomId);
     const { room, turnsRoom, current } = state;
@@ -352,7 +370,7 @@ async function turnFor(
       const detail = `It is your turn (${mine.id}). ${what}`;
       if (claiming) {
         const answer = { ...base, turn: publicTurn(mine), detail };
-        const receipt = ahead?.receipt;
+        const receipt = wait?.ahead?.receipt;
         if (!receipt || mine.status !== "claimed" || mine.claim_seq !== receipt.seq || mine.lease_until! <= now) return answer;
         return withLease(answer, {
           turn: answer.turn,
@@ -377,7 +395,7 @@ async function turnFor(
       const opensIn = Date.parse(mine.available_at) - svc.clock.now();
       await sleep(Math.min(left, Math.max(opensIn, 10)), signal);
     } else {
-      woke = await watch?.next(room.headSize, left, signal);
+      woke = await wait?.watch.next(room.headSize, left, signal);
     }
     // The caller went away (or the server is closing): nobody reads the answer.
     if (signal?.aborted) return { room_status: turnsRoom.status, input_messages: [] as Message[], turn: null, detail: "The request was cancelled." };
@@ -552,10 +570,40 @@ async function claimAhead(svc: Services, tx: Tx, room: RoomRow, proj: TurnsProje
   return claim.room;
 }
 
-/** The lease holder's reply: a message carrying the turn id, the turn's close, and what follows it. */
-export async function replyTurn(svc: Services, caller: Caller, rawRoomId: string, rawTurnId: string, input: ReplyTurnInput) {
+/**
+ * The lease holder's reply: a message carrying the turn id, the turn's close, and what follows it;
+ * with `my_next`, then my_turn for the same agent's next turn (`signal`: its wait's caller went
+ * away). Once the reply is committed it is answered: a next turn that cannot be taken says why in
+ * `my_next.detail`.
+ */
+export async function replyTurn(svc: Services, caller: Caller, rawRoomId: string, rawTurnId: string, input: ReplyTurnInput, signal?: AbortSignal) {
   const id = parseRoomId(rawRoomId);
+  const next: MyTurnBody | undefined = input.my_next && { agent_id: input.agent_id, ...input.my_next };
+  if (next?.claim && input.sig) {
+    throw new ParleyError("validation_error", "my_next.claim: a signed reply cannot claim the next turn unsigned. Wait with my_next.wait, then claim it with a signed claim.");
+  }
   await takePostBudget(svc, caller, id, input.agent_id);
+  // Listening from before the commit: the next turn may be this agent's at once (the others absent).
+  const wait = next?.wait ? openWait(svc, id, next) : undefined;
+  let left: TurnsAt | undefined;
+  let replied: Awaited<ReturnType<typeof reply>>;
+  try {
+    replied = await reply(svc, id, rawTurnId, input, (state) => (left = state));
+  } catch (err) {
+    wait?.close();
+    throw err;
+  }
+  if (!next) return replied;
+  try {
+    return { ...replied, my_next: await takeTurn(svc, id, next, wait, signal, left) };
+  } catch (err) {
+    if (!(err instanceof ParleyError)) throw err;
+    const detail = `Your reply was posted (message ${replied.message_id}), but your next turn could not be taken: ${err.detail}`;
+    return { ...replied, my_next: { room_status: replied.room_status, turn: null, input_messages: [] as Message[], detail } };
+  }
+}
+
+function reply(svc: Services, id: string, rawTurnId: string, input: ReplyTurnInput, left: (state: TurnsAt) => void) {
   return turnsWrite(svc, id, true, async (tx) => {
     const room = await requireOpenRoom(svc, id, tx);
     const { proj, turn } = await loadTurnWrite(svc, tx, room, rawTurnId);
@@ -583,6 +631,7 @@ export async function replyTurn(svc: Services, caller: Caller, rawRoomId: string
     const end = await claimAhead(svc, tx, written.room, proj);
     // Kept as a read would give it back.
     const after = stateAfter(room, end, proj, [messageFromRow(messageToRow(room.uuid, message))]);
+    left(after.state);
     const next = after.state.current;
     return {
       value: {

@@ -2,7 +2,8 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import readline from "node:readline";
-import { ManualClock, startApi, type TestApi } from "../helpers/server";
+import { ManualClock, startApi, withApi, type TestApi } from "../helpers/server";
+import { streamsKey } from "../../lib/services/rate-limit";
 import { testAgent } from "../helpers/agent";
 import { waitUntil } from "../helpers/wait";
 import { sweepTurns } from "../../lib/services/turns";
@@ -55,6 +56,9 @@ const claim = (a: Api, room: string, tid: number, agent_id: string, extra: Recor
   a.post(`${base(room)}/turns/${tid}/claim`, { agent_id, ...extra });
 const reply = (a: Api, room: string, tid: number, agent_id: string, lease_token: string, result: string, text = `${agent_id} says ${result}`) =>
   a.post(`${base(room)}/turns/${tid}/reply`, { agent_id, lease_token, text, result });
+/** A "continue" reply with my_next. */
+const reply2 = (a: Api, room: string, tid: number, agent_id: string, lease_token: string, text: string, my_next: unknown) =>
+  a.post(`${base(room)}/turns/${tid}/reply`, { agent_id, lease_token, text, result: "continue", my_next });
 
 /** The open turn's agent claims and replies; asserts that it was that agent's turn. */
 async function take(a: Api, room: string, agent: string, result = "continue", text?: string) {
@@ -690,6 +694,100 @@ describe("turns: my_turn with claim, one request (POST /turns/mine)", () => {
     assert.deepEqual([refused.status, refused.body.code], [403, "signature_required"]);
     const v = await verdict(f.api, signed);
     assert.equal(v.verdict, "CLEAN", v.explanation);
+  });
+
+  test("a reply with my_next waits for the agent's next turn and hands it over claimed: one request a turn", { timeout: 15_000 }, async () => {
+    const { uuid: room } = await turnsRoom(f.api, { participants: ["a", "b"] });
+    const idle = f.server.svc.notifier.streamCount;
+    const first = (await mine(f.api, room, { agent_id: "a", claim: true })).body;
+    const bWaits = mine(f.api, room, { agent_id: "b", wait: 30, claim: true });
+    await waitUntil("b's wait being parked", () => f.server.svc.notifier.streamCount > idle);
+    const aReplies = reply2(f.api, room, first.turn.id, "a", first.lease_token, "a one", { wait: 30, claim: true });
+    const b = (await bWaits).body;
+    assert.deepEqual([b.turn.agent_id, b.turn.status, b.input_messages.at(-1).text], ["b", "claimed", "a one"]);
+    await waitUntil("a's my_next being parked", () => f.server.svc.notifier.streamCount > idle);
+    const bReplies = reply2(f.api, room, b.turn.id, "b", b.lease_token, "b one", { wait: 30, claim: true });
+    const a = await aReplies;
+    assert.equal(a.status, 200, JSON.stringify(a.body));
+    // The reply's own answer, then a's next turn as my_turn with claim gives it.
+    assert.deepEqual([a.body.turn.id, a.body.turn.status, a.body.next.id], [first.turn.id, "done", b.turn.id]);
+    const next = a.body.my_next;
+    assert.deepEqual([next.turn.agent_id, next.turn.status, next.turn.round, next.room_status], ["a", "claimed", 2, "active"]);
+    assert.deepEqual(next.input_messages.map((m: { text: string }) => m.text), ["b one"]);
+    assert.match(next.detail, /^It is your turn \(\d+\)\. Round 2 of \d+\. You hold its lease until /);
+    const events = (await f.api.get(`${base(room)}/export`)).body.events as { seq: number; type: string; actor: string }[];
+    assert.deepEqual([events.at(-1)!.type, events.at(-1)!.actor, events.at(-1)!.seq], ["turn.claimed", "a", next.receipt.seq]);
+    // The token takes the turn; a reply without my_next answers at once, as before.
+    const plain = await reply(f.api, room, next.turn.id, "a", next.lease_token, "continue", "a two");
+    assert.equal(plain.status, 200, JSON.stringify(plain.body));
+    assert.equal(plain.body.my_next, undefined);
+    const bNext = (await bReplies).body.my_next;
+    assert.deepEqual([bNext.turn.agent_id, bNext.turn.status, bNext.input_messages.at(-1).text], ["b", "claimed", "a two"]);
+    // Without a wait (or claim) my_next is my_turn's answer at once: b's turn is open, a's is not.
+    const now = await reply2(f.api, room, bNext.turn.id, "b", bNext.lease_token, "b two", { claim: true });
+    assert.deepEqual([now.body.my_next.turn, now.body.my_next.lease_token], [null, undefined]);
+    assert.match(now.body.my_next.detail, /Not your turn yet\. It is "a"'s turn/);
+    const v = await verdict(f.api, room);
+    assert.equal(v.verdict, "CLEAN", v.explanation);
+  });
+
+  test("my_next: wrong input writes nothing; a reply that ends the room answers it at once", { timeout: 10_000 }, async () => {
+    const { uuid: room } = await turnsRoom(f.api, { participants: ["a", "b"], max_rounds: 1 });
+    const t = (await mine(f.api, room, { agent_id: "a", claim: true })).body;
+    const before = await head(f.api, room);
+    for (const [myNext, field] of [
+      [{ wait: 31 }, "my_next.wait"],
+      [{ wait: -1 }, "my_next.wait"],
+      [{ wait: "30" }, "my_next.wait"],
+      [{ claim: "yes" }, "my_next.claim"],
+      [{ when: 1 }, "my_next"],
+      ["soon", "my_next"],
+    ] as const) {
+      const r = await reply2(f.api, room, t.turn.id, "a", t.lease_token, "a", myNext);
+      assert.deepEqual([r.status, r.body.code], [400, "validation_error"], JSON.stringify(myNext));
+      assert.match(r.body.detail, new RegExp(`^${field}`), `${JSON.stringify(myNext)}: ${r.body.detail}`);
+    }
+    // A signed reply cannot take an unsigned claim of the next turn.
+    const agent = testAgent();
+    const payload = { text: "signed", turn_id: t.turn.id, result: "continue" };
+    const signed = await f.api.post(`${base(room)}/turns/${t.turn.id}/reply`, {
+      agent_id: "a", lease_token: t.lease_token, ...payload, sig: agent.signWrite(room, "message.posted", "a", payload), my_next: { wait: 30, claim: true },
+    });
+    assert.deepEqual([signed.status, signed.body.code], [400, "validation_error"]);
+    assert.match(signed.body.detail, /^my_next\.claim: a signed reply cannot claim/);
+    assert.equal(await head(f.api, room), before, "nothing was written");
+    assert.equal((await current(f.api, room)).status, "claimed", "the turn is still a's");
+
+    // max_rounds 1: b's reply ends the room, which answers a's waiting my_next, and b's own at once.
+    const idle = f.server.svc.notifier.streamCount;
+    const a = reply2(f.api, room, t.turn.id, "a", t.lease_token, "a", { wait: 30, claim: true });
+    await waitUntil("a's my_next being parked", () => f.server.svc.notifier.streamCount > idle);
+    const b = (await mine(f.api, room, { agent_id: "b", claim: true })).body;
+    const bReply = await reply2(f.api, room, b.turn.id, "b", b.lease_token, "b", { wait: 30, claim: true });
+    assert.deepEqual([bReply.status, bReply.body.room_status, bReply.body.my_next.room_status, bReply.body.my_next.turn], [200, "blocked", "blocked", null]);
+    const aAnswer = (await a).body;
+    assert.deepEqual([aAnswer.turn.status, aAnswer.my_next.room_status, aAnswer.my_next.turn, aAnswer.my_next.lease_token], ["done", "blocked", null, undefined]);
+    assert.match(aAnswer.my_next.detail, /blocked \(max_rounds\)/);
+  });
+
+  test("a waiting my_next or POST /turns/mine holds a stream slot of its caller: over the cap it is refused before the reply is posted", { timeout: 15_000 }, async () => {
+    await withApi({ PARLEY_MAX_STREAMS_PER_CLIENT: "1" }, async (g) => {
+      const { uuid: room } = await turnsRoom(g.api, { participants: ["a", "b"] });
+      const slots = () => g.server.svc.limiter.held(streamsKey("127.0.0.1"));
+      const t = (await mine(g.api, room, { agent_id: "a", claim: true })).body;
+      const bWaits = mine(g.api, room, { agent_id: "b", wait: 30, claim: true });
+      await waitUntil("b's wait holding the slot", () => slots() === 1);
+      const before = await head(g.api, room);
+      const refused = await reply2(g.api, room, t.turn.id, "a", t.lease_token, "a", { wait: 30, claim: true });
+      assert.deepEqual([refused.status, refused.body.code], [429, "rate_limited"]);
+      assert.equal(await head(g.api, room), before, "the reply was not posted");
+      assert.deepEqual([(await mine(g.api, room, { agent_id: "a", wait: 5 })).status], [429], "nor may a second wait start");
+      // Without a wait it needs no slot; b's wait answers and gives its slot back.
+      const r = await reply2(g.api, room, t.turn.id, "a", t.lease_token, "a", { claim: true });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal((await bWaits).body.turn.status, "claimed");
+      await waitUntil("the slot being released", () => slots() === 0);
+    });
   });
 
   test("wrong input, the wrong agent and a turn not yet open write nothing; a live re-claim gives the same token; without claim it is GET's answer", async () => {

@@ -32,7 +32,6 @@ const DEADLINE_MS = 90_000;
 const COLD = process.env.BENCH_TURN_COLD === "1";
 /** BENCH_TURN_SCRIPTED_ONLY=1: standalone, only the rooms run (no round-trip figures). */
 const SCRIPTED_ONLY = process.env.BENCH_TURN_SCRIPTED_ONLY === "1";
-const SEPARATE_CLAIM = process.env.BENCH_TURN_SEPARATE_CLAIM === "1";
 const PAIR = ["a", "b"] as const;
 
 interface Answer {
@@ -174,15 +173,21 @@ async function openConnections(api: Client, count: number): Promise<void> {
 }
 
 /**
- * ROOMS rooms × 2 agents, all loops at once. Each agent: POST turns/mine {wait: 30, claim: true}
- * (the wait and the claim in one request, as MCP's my_turn) → reply "continue", until its room is
- * no longer active (blocked by max_rounds after ROUNDS rounds).
- * Turn latency: from the turn's opening on the server (its `opened_at`, written in the same
- * transaction as the previous reply; for a room's first turn, opened at room creation, the start
- * of the run) to the agent holding the accepted reply — the long-poll wake-up with the claim, and the reply.
+ * ROOMS rooms × 2 agents, all loops at once, until each room is no longer active (blocked by
+ * max_rounds after ROUNDS rounds). How an agent takes its turns (BENCH_TURN_LOOP):
+ * - "reply-next" (the default, one request a turn): POST turns/mine {wait: 30, claim: true} for
+ *   the first turn, then each reply carries my_next {wait: 30, claim: true}, and its answer is the
+ *   agent's next turn, claimed;
+ * - "mine-claim" (two): POST turns/mine {wait: 30, claim: true}, then the reply;
+ * - "separate-claim" (three): POST turns/mine {wait: 30}, POST …/claim, then the reply.
+ * Turn latency, by this client's clock (the server's shares it): from the turn's opening on the
+ * server (its `opened_at`, written in the transaction of the reply before it; a room's first turn
+ * counts from the start of the run) until the turn that follows is in its agent's hands, or the
+ * reply that ended the room is answered. That is the wake-up, the claim and the reply of the turn,
+ * and the handing over of the next one: how long the room spent on it, as its agents saw it.
  */
 export interface TurnFigures {
-  /** Turn latency (opened → reply accepted), ms. */
+  /** Turn latency (opened → the next turn handed over), ms. */
   p50: number;
   p99: number;
   turns: number;
@@ -190,6 +195,12 @@ export interface TurnFigures {
   errors: number;
   wallSeconds: number;
 }
+
+type Loop = "reply-next" | "mine-claim" | "separate-claim";
+const LOOPS: Record<Loop, number> = { "reply-next": 1, "mine-claim": 2, "separate-claim": 3 };
+const LOOP = (process.env.BENCH_TURN_LOOP ?? "reply-next") as Loop;
+if (!(LOOP in LOOPS)) throw new Error(`BENCH_TURN_LOOP: one of ${Object.keys(LOOPS).join(", ")}`);
+const MY_NEXT = { wait: 30, claim: true };
 
 async function scriptedRooms(api: Client, report: Report, label = "", serverPid?: number): Promise<TurnFigures> {
   const rooms: string[] = [];
@@ -199,7 +210,6 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
   }
   if (!COLD) await openConnections(api, ROOMS * PAIR.length + 20);
   const latencies: number[] = [];
-  const wakeups: number[] = [];
   const requestTimes: number[] = [];
   const errors = new Map<string, number>();
   const fail = (what: string) => errors.set(what, (errors.get(what) ?? 0) + 1);
@@ -213,61 +223,69 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
   };
 
   const startWall = Date.now();
+  // Each room's open turn, by when it opened: the turn before it is over once the next is handed over.
+  const openedAt = new Map(rooms.map((room) => [room, { id: 0, at: startWall }]));
+  const handedOver = (room: string, turn?: { id: number; opened_at: string }) => {
+    const open = openedAt.get(room)!;
+    if (turn && turn.id <= open.id) return; // the same turn again
+    if (open.id !== 0) latencies.push(Date.now() - open.at); // 0: the room's first turn comes now
+    if (turn) openedAt.set(room, { id: turn.id, at: Math.max(Date.parse(turn.opened_at), startWall) });
+  };
   const serverCpu0 = serverPid === undefined ? 0 : cpuMsOf(serverPid);
   const serverMain0 = serverPid === undefined ? 0 : cpuMsOf(serverPid, true);
   const clientCpu0 = ownCpuMs();
   const t0 = performance.now();
   const deadline = t0 + DEADLINE_MS;
   const agentLoop = async (room: string, agent: string): Promise<void> => {
+    /** The next turn a reply's my_next handed over, claimed. */
+    let held: { turn: { id: number; round: number }; leaseToken: string } | undefined;
     while (performance.now() < deadline) {
-      // my_turn with claim: the wait, and the claim once it is this agent's turn, in one request
-      // (BENCH_TURN_SEPARATE_CLAIM=1: my_turn without claim, then POST .../claim, three requests a turn).
-      let mine: Answer;
+      let turn: { id: number; round: number; opened_at: string };
+      let leaseToken: string | undefined;
       try {
-        mine = await api.post(`/api/rooms/${room}/turns/mine`, { agent_id: agent, wait: 30, claim: !SEPARATE_CLAIM });
-        requests++;
-      } catch (err) {
-        fail(`my_turn: ${(err as Error).message}`);
-        await sleep(100); // the server may be gone: do not spin until the deadline
-        continue;
-      }
-      if (mine.status !== 200) {
-        fail(`my_turn ${mine.status} ${mine.body?.code ?? ""}`);
-        continue;
-      }
-      const turn = mine.body.turn;
-      const mineAt = Date.now();
-      if (!turn) {
-        if (mine.body.room_status !== "active") return;
-        continue; // the wait ran out: ask again
-      }
-      try {
-        let leaseToken: string | undefined = mine.body.lease_token;
-        if (SEPARATE_CLAIM) {
-          const claim = await timed(api.post(`/api/rooms/${room}/turns/${turn.id}/claim`, { agent_id: agent }));
-          if (claim.status !== 200) {
-            fail(`claim ${claim.status} ${claim.body?.code ?? ""}`);
+        if (held) {
+          ({ turn, leaseToken } = held as typeof held & { turn: typeof turn });
+          held = undefined;
+        } else {
+          const mine = await timed(api.post(`/api/rooms/${room}/turns/mine`, { agent_id: agent, wait: 30, claim: LOOP !== "separate-claim" }));
+          if (mine.status !== 200) {
+            fail(`my_turn ${mine.status} ${mine.body?.code ?? ""}`);
             continue;
           }
-          leaseToken = claim.body.lease_token;
-        } else if (!leaseToken) {
-          fail("my_turn answered a turn without claiming it");
-          continue;
+          if (!mine.body.turn) {
+            if (mine.body.room_status !== "active") return;
+            continue; // the wait ran out: ask again
+          }
+          turn = mine.body.turn;
+          leaseToken = mine.body.lease_token;
+          if (LOOP === "separate-claim") {
+            const claim = await timed(api.post(`/api/rooms/${room}/turns/${turn.id}/claim`, { agent_id: agent }));
+            if (claim.status !== 200) {
+              fail(`claim ${claim.status} ${claim.body?.code ?? ""}`);
+              continue;
+            }
+            leaseToken = claim.body.lease_token;
+          } else if (!leaseToken) {
+            fail("my_turn answered a turn without claiming it");
+            continue;
+          }
+          handedOver(room, turn);
         }
-        const reply = await timed(
-          api.post(`/api/rooms/${room}/turns/${turn.id}/reply`, { agent_id: agent, lease_token: leaseToken, text: `${agent}: round ${turn.round}`, result: "continue" }),
-        );
+        const body = { agent_id: agent, lease_token: leaseToken, text: `${agent}: round ${turn.round}`, result: "continue", ...(LOOP === "reply-next" ? { my_next: MY_NEXT } : {}) };
+        const reply = await timed(api.post(`/api/rooms/${room}/turns/${turn.id}/reply`, body));
         if (reply.status !== 200) {
           fail(`reply ${reply.status} ${reply.body?.code ?? ""}`);
           continue;
         }
-        const opened = Math.max(Date.parse(turn.opened_at), startWall);
-        latencies.push(Date.now() - opened);
-        wakeups.push(mineAt - opened);
-        if (reply.body.room_status !== "active") return;
+        if (reply.body.room_status !== "active") return handedOver(room);
+        const next = reply.body.my_next;
+        if (next?.turn && next.lease_token) {
+          held = { turn: next.turn, leaseToken: next.lease_token };
+          handedOver(room, next.turn);
+        } else if (next && next.room_status !== "active") return;
       } catch (err) {
-        fail(`claim/reply: ${(err as Error).message}`);
-        await sleep(100);
+        fail(`${(err as Error).message}`);
+        await sleep(100); // the server may be gone: do not spin until the deadline
       }
     }
     fail("deadline reached");
@@ -294,12 +312,11 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
   const errorCount = [...errors.values()].reduce((a, b) => a + b, 0);
 
   report(
-    `${label}${ROOMS} turns rooms × 2 scripted agents × ${ROUNDS} rounds, concurrently${COLD ? " (cold: no warm-up, connections not opened first)" : ""}`,
+    `${label}${ROOMS} turns rooms × 2 scripted agents × ${ROUNDS} rounds, concurrently, ${LOOP} (${LOOPS[LOOP]} request${LOOPS[LOOP] > 1 ? "s" : ""} a turn)${COLD ? " (cold: no warm-up, connections not opened first)" : ""}`,
     `wall ${wall.toFixed(1)} s, ${latencies.length.toLocaleString("en")}/${expected.toLocaleString("en")} turns (${Math.round(latencies.length / wall)} turns/s, ${Math.round(requests / wall)} req/s), errors ${errorCount}`,
   );
-  report("  turn latency (opened → reply accepted)", `p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, max ${percentile(latencies, 100)} ms`);
-  report(`  of which my_turn wake-up${SEPARATE_CLAIM ? "" : " and claim"} (opened → my_turn answered)`, `p50 ${percentile(wakeups, 50)} ms, p99 ${percentile(wakeups, 99)} ms`);
-  report(`  ${SEPARATE_CLAIM ? "claim / reply" : "reply"} request under that load`, `p50 ${ms(percentile(requestTimes, 50))}, p99 ${ms(percentile(requestTimes, 99))}`);
+  report("  turn latency (opened → the next turn handed over)", `p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, max ${percentile(latencies, 100)} ms`);
+  report("  one request under that load (with my_next: until the next turn)", `p50 ${ms(percentile(requestTimes, 50))}, p99 ${ms(percentile(requestTimes, 99))}`);
   const turns = Math.max(1, latencies.length);
   report(
     "  CPU per turn: server (its main thread) / this client (requests per turn)",
