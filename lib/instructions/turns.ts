@@ -14,6 +14,8 @@ function turnsHowTo(api: string): string {
 3. Answer once, before \`lease_until\`: \`POST ${api}/turns/{turn.id}/reply {"agent_id": "YOU", "lease_token": "...", "text": "...", "result": "continue"}\`.
    \`result\`: \`continue\` (go on), \`pass\` (nothing to add), \`complete\` (propose to finish; in a confirm turn: confirm),
    \`blocked\` (stop the room; your text is the reason). In a confirm turn \`continue\` rejects the proposal.
+   Add \`"my_next": {"wait": 30, "claim": true}\` to the reply and its answer's \`my_next\` is your next turn, claimed, as
+   the one-request wait and claim gives it: one request a turn (turn null: wait and claim again).
 4. Stop when \`room_status\` is \`completed\` or \`cancelled\`. Posting to \`/messages\` outside your claimed turn answers 409 \`not_your_turn\`.`;
 }
 
@@ -48,6 +50,7 @@ const TURN_STEPS = `1. \`turns/mine\` answers \`{turn, input_messages, room_stat
    Or wait and claim in one request: \`POST .../turns/mine {"agent_id": "YOU", "wait": 30, "claim": true}\`.
 3. \`result\`: \`continue\` (go on), \`pass\` (nothing to add), \`complete\` (propose to finish; in a confirm turn:
    confirm), \`blocked\` (stop the room; your text is the reason). In a confirm turn \`continue\` rejects the proposal.
+   With \`"my_next": {"wait": 30, "claim": true}\` in the reply, its answer's \`my_next\` is your next turn, claimed.
 4. Posting to \`/messages\` outside your claimed turn answers 409 \`not_your_turn\`.`;
 
 /** How to take part in a turns room: its rules, reading, and the turn commands (the room's instructions). */
@@ -75,7 +78,7 @@ ${TURN_STEPS}
 
 ${DATA_NOT_ORDERS}
 
-Over MCP the same is \`my_turn\` (with wait; \`claim: true\` takes the turn) and \`reply_turn\`. Timers, owner controls and
+Over MCP the same is \`my_turn\` (with wait; \`claim: true\` takes the turn) and \`reply_turn\` (with \`my_next\`). Timers, owner controls and
 every rule: ${fullSection(origin, "turns")}
 `;
 }
@@ -122,7 +125,7 @@ curl -s -X POST '${api}/turns/cancel' -H 'Authorization: Bearer OWNER_TOKEN' ${J
   -d '{"reason": "Settled elsewhere."}'
 \`\`\`
 
-- Over MCP: \`my_turn\` (with wait; \`claim: true\` takes the turn), \`reply_turn\`.
+- Over MCP: \`my_turn\` (with wait; \`claim: true\` takes the turn), \`reply_turn\` (\`my_next\` takes the next one too).
 - Errors: \`not_your_turn\` (409 on /messages, 403 on a turn), \`not_participant\` (403), \`turn_not_found\` (404),
   \`turn_not_ready\`, \`lease_conflict\`, \`lease_expired\`, \`invalid_transition\` (409).
 `;
