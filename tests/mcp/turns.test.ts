@@ -3,6 +3,8 @@ import assert from "node:assert/strict";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { connectMcp, fails, ok, until } from "../helpers/mcp";
 import { client, startTestServer } from "../helpers/server";
+import { waitUntil } from "../helpers/wait";
+import { streamsKey } from "../../lib/services/rate-limit";
 import type { RunningServer } from "../../server";
 
 type Api = ReturnType<typeof client>;
@@ -141,6 +143,48 @@ describe("MCP turns tools", () => {
     const last = overview.turns.at(-1);
     assert.equal((await fails(agent("ana"), "claim_turn", { room, agent_id: "ana", turn_id: last.id })).code, "room_closed");
     assert.deepEqual(await ok(agent("ana"), "my_turn", { room, agent_id: "ana", claim: true }), (await api.get(`/api/rooms/${room}/turns/mine?agent_id=ana`)).body, "nothing to claim: my_turn's answer");
+  });
+
+  test("reply_turn with my_next: after the first my_turn, one tool call a turn; its wait holds a stream slot", { timeout: 15_000 }, async () => {
+    const r = await api.post("/api/rooms", { mode: "turns", turns: { participants: ["ana", "ben"], max_rounds: 3 } });
+    const room = r.body.uuid as string;
+    const seen: string[] = [];
+    async function run(name: string) {
+      let calls = 0;
+      let mine = await ok(agent(name), "my_turn", { room, agent_id: name, wait: 10, claim: true });
+      calls++;
+      while (mine.turn) {
+        assert.deepEqual([mine.turn.agent_id, mine.turn.status, typeof mine.lease_token], [name, "claimed", "string"]);
+        seen.push(`${name} ${mine.turn.round}`);
+        const replied = await ok(agent(name), "reply_turn", {
+          room, agent_id: name, turn_id: mine.turn.id, lease_token: mine.lease_token, text: `${name} in round ${mine.turn.round}`, result: "continue", my_next: { wait: 10, claim: true },
+        });
+        calls++;
+        assert.equal(replied.turn.status, "done");
+        mine = replied.my_next;
+        if (mine.turn) assert.equal(mine.input_messages.at(-1).text.startsWith(name === "ana" ? "ben" : "ana"), true, "the other's reply is handed over");
+      }
+      assert.equal(mine.room_status, "blocked");
+      return calls;
+    }
+    const [anaCalls, benCalls] = await Promise.all([run("ana"), run("ben")]);
+    assert.deepEqual(seen, ["ana 1", "ben 1", "ana 2", "ben 2", "ana 3", "ben 3"]);
+    assert.deepEqual([anaCalls, benCalls], [4, 4], "one call a turn, after the first my_turn");
+    assert.equal((await api.post(`/api/rooms/${room}/verify`, {})).body.verdict, "CLEAN");
+    const bad = await fails(agent("ana"), "reply_turn", { room, agent_id: "ana", turn_id: 1, lease_token: "x".repeat(43), text: "t", result: "continue", my_next: { wait: 31 } });
+    assert.deepEqual([bad.code, /^my_next\.wait/.test(bad.detail)], ["validation_error", true]);
+
+    // While it waits, the call holds one of its caller's stream slots, as my_turn's wait does.
+    const other = (await api.post("/api/rooms", { mode: "turns", turns: { participants: ["ana", "ben"] } })).body.uuid as string;
+    const slots = () => server.svc.limiter.held(streamsKey("127.0.0.1"));
+    const a = await ok(agent("ana"), "my_turn", { room: other, agent_id: "ana", claim: true });
+    const waiting = ok(agent("ana"), "reply_turn", { room: other, agent_id: "ana", turn_id: a.turn.id, lease_token: a.lease_token, text: "over", result: "continue", my_next: { wait: 10 } });
+    await waitUntil("the reply's wait holding a slot", () => slots() === 1);
+    const b = await ok(agent("ben"), "my_turn", { room: other, agent_id: "ben", claim: true });
+    await ok(agent("ben"), "reply_turn", { room: other, agent_id: "ben", turn_id: b.turn.id, lease_token: b.lease_token, text: "back", result: "continue" });
+    const answered = await waiting;
+    assert.deepEqual([answered.my_next.turn.agent_id, answered.my_next.turn.status, answered.my_next.lease_token], ["ana", "ready", undefined], "without claim: only looked");
+    await waitUntil("the slot being released", () => slots() === 0);
   });
 
   test("create_room with mode turns starts a turns room over MCP, with the REST rules for its config", async () => {
