@@ -43,10 +43,10 @@ function leaseToken(svc: Services, room: string, turnId: number, claimSeq: numbe
 
 // ---- claims waiting in my_turn, on this instance ----
 
-/** A my_turn with wait and claim (unsigned), and the receipt of the claim a reply made ahead for it. */
+/** A my_turn with wait and claim (unsigned), and the claim a reply made ahead for it: its receipt and lease token. */
 interface ClaimWait {
   agentId: string;
-  receipt?: Receipt;
+  claimed?: { receipt: Receipt; token: string };
 }
 const claimWaits = (svc: Services) => (svc.claimWaits ??= new Map<string, Set<ClaimWait>>()) as Map<string, Set<ClaimWait>>;
 
@@ -370,14 +370,14 @@ async function turnFor(
       const detail = `It is your turn (${mine.id}). ${what}`;
       if (claiming) {
         const answer = { ...base, turn: publicTurn(mine), detail };
-        const receipt = wait?.ahead?.receipt;
-        if (!receipt || mine.status !== "claimed" || mine.claim_seq !== receipt.seq || mine.lease_until! <= now) return answer;
+        const claimed = wait?.ahead?.claimed;
+        if (!claimed || mine.status !== "claimed" || mine.claim_seq !== claimed.receipt.seq || mine.lease_until! <= now) return answer;
         return withLease(answer, {
           turn: answer.turn,
-          lease_token: leaseToken(svc, room.uuid, mine.id, mine.claim_seq),
+          lease_token: claimed.token,
           lease_until: mine.lease_until!,
           input_messages: await inputMessages(svc, svc.store, state, input.agent_id),
-          receipt,
+          receipt: claimed.receipt,
         });
       }
       const action = mine.status === "claimed" ? "You hold its lease: reply" : `Claim it (my_turn with claim: true, or POST .../turns/${mine.id}/claim) before ${mine.claim_by}, then reply`;
@@ -555,7 +555,7 @@ async function appendClaim(svc: Services, tx: Tx, room: RoomRow, proj: TurnsProj
  * claims, and its wait claims once it wakes). The claim is the waiting agent's own request, made
  * ahead: the same event, checks and lease as if it had claimed on waking, with one transaction
  * and one signed checkpoint a turn fewer. The wait finds the claim's receipt when it wakes
- * (`ClaimWait.receipt`); a wait that went away meanwhile leaves a lease a later claim of the same
+ * (`ClaimWait.claimed`); a wait that went away meanwhile leaves a lease a later claim of the same
  * agent gets back, as when a claim's answer is lost.
  */
 async function claimAhead(svc: Services, tx: Tx, room: RoomRow, proj: TurnsProjection): Promise<RoomRow> {
@@ -566,7 +566,7 @@ async function claimAhead(svc: Services, tx: Tx, room: RoomRow, proj: TurnsProje
   for (const w of claimWaits(svc).get(room.uuid) ?? []) if (sameAgent(w.agentId, next.agent_id)) wait ??= w;
   if (!wait || (await pinnedKey(tx, room.uuid, wait.agentId))) return room;
   const claim = await appendClaim(svc, tx, room, proj, next, wait.agentId, undefined);
-  wait.receipt = claim.receipt;
+  wait.claimed = { receipt: claim.receipt, token: claim.token };
   return claim.room;
 }
 

@@ -19,6 +19,7 @@ import type { DeliveryRow, DeliveryStatus, EventRow, Heads, MessageRow, RoomList
 import { MemoryBuckets } from "./memory-limits";
 import { adminReaderOn, adminWriterOn } from "./admin-sqlite";
 import * as rows from "./rows";
+import type { TurnsRoom, TurnState } from "../domain/turns";
 import { ROOM_COLS } from "./rows";
 
 const { rooms, events, messages, roomAgents, threads, revisions, discrepancies, handshakes, tasks, boardAgents, turnRooms, turns, webhooks, webhookDeliveries } = schema;
@@ -206,9 +207,13 @@ function readerOn(sqlite: Database.Database) {
   return { reader, db };
 }
 
-/** The writes, prepared once on the write connection; `heads` collects what the open transaction appended. */
-function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter {
-  const { reader, db } = readerOn(sqlite);
+/**
+ * The writes, prepared once on the write connection; `heads` collects what the open transaction
+ * appended. Turn states are held and written once each (`flushTurns`) before the writer next reads,
+ * at a savepoint's bounds and before commit: every event of a reply saves its turns room again.
+ */
+function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter & { flushTurns(): void; dropTurns(): void } {
+  const { reader: rowReader, db } = readerOn(sqlite);
   const prep = (text: string) => sqlite.prepare(text);
   const insertRoom = prep(
     `INSERT INTO rooms (uuid, description, is_public, protocol_mode, mode, status, owner_token_hash, created_at, last_activity_at, expires_at,
@@ -285,6 +290,21 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter {
      ON CONFLICT (room, id) DO UPDATE SET agent_id = excluded.agent_id, status = excluded.status, deadline = excluded.deadline,
        lease_hash = excluded.lease_hash, data = excluded.data`,
   );
+  const heldRooms = new Map<string, TurnsRoom>();
+  const heldTurns = new Map<string, { room: string; turn: TurnState }>();
+  function flushTurns(): void {
+    for (const [room, r] of heldRooms) upsertTurnsRoom.run({ room, ...rows.turnsRoomRow(r) });
+    for (const { room, turn } of heldTurns.values()) upsertTurn.run({ room, ...rows.turnRow(turn) });
+    dropTurns();
+  }
+  function dropTurns(): void {
+    heldRooms.clear();
+    heldTurns.clear();
+  }
+  // Every read on this connection sees the held turn states written.
+  const reader = Object.fromEntries(
+    Object.entries(rowReader).map(([name, read]) => [name, (...args: unknown[]) => (flushTurns(), (read as (...a: unknown[]) => unknown)(...args))]),
+  ) as unknown as typeof rowReader;
   const deleteRoom = prep(`DELETE FROM rooms WHERE uuid = ?`);
   const insertWebhook = prep(
     `INSERT INTO webhooks (id, room, kind, url, events, format, mentioning, room_url, secret_hash, created_at, consecutive_dead, disabled_at,
@@ -335,6 +355,8 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter {
   return {
     ...reader,
     ...adminWriterOn(sqlite),
+    flushTurns,
+    dropTurns,
     insertRoom: async (r) => void insertRoom.run({ ...r, isPublic: bool(r.isPublic) }),
     async updateRoomsAfterAppend(list) {
       for (const [uuid, r] of list) updateRoomAfterAppend.run({ ...r, uuid });
@@ -352,6 +374,7 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter {
     async deleteRoomData(uuid, keepTombstone) {
       // The cascade removes every row the room had; a tombstone is a fresh rooms row with no data.
       const row = await reader.getRoom(uuid);
+      flushTurns(); // the cascade takes them too
       deleteRoom.run(uuid);
       if (row && keepTombstone) {
         insertRoom.run({ ...row, isPublic: bool(row.isPublic), status: "expired", description: "", frontier: "[]", checkpoint: "" });
@@ -367,8 +390,8 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter {
       const r = rows.boardAgentRow(a);
       upsertBoardAgent.run({ room, ...r, lost: bool(r.lost) });
     },
-    saveTurnsRoom: async (room, r) => void upsertTurnsRoom.run({ room, ...rows.turnsRoomRow(r) }),
-    saveTurn: async (room, t) => void upsertTurn.run({ room, ...rows.turnRow(t) }),
+    saveTurnsRoom: async (room, r) => void heldRooms.set(room, r),
+    saveTurn: async (room, t) => void heldTurns.set(`${room}\n${t.id}`, { room, turn: t }),
     insertWebhook: async (w) => void insertWebhook.run(w),
     deleteWebhook: async (room, id) => deleteWebhook.run({ room, id }).changes === 1,
     insertDelivery: async (d) => void insertDelivery.run(d),
@@ -385,12 +408,15 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter {
     pruneDeliveries: async (deliveredBefore, deadBefore) => pruneDeliveries.run({ deliveredBefore, deadBefore }).changes,
     async savepoint<T>(fn: () => Promise<T>): Promise<T> {
       const before = new Map(heads);
+      flushTurns();
       openSavepoint.run();
       try {
         const value = await fn();
+        flushTurns();
         releaseSavepoint.run();
         return value;
       } catch (err) {
+        dropTurns();
         rollbackSavepoint.run();
         releaseSavepoint.run();
         heads.clear();
@@ -442,8 +468,10 @@ export function openSqliteStore(dataDir: string): Store {
       let value: T;
       try {
         value = await fn(tx);
+        tx.flushTurns();
         commit.run();
       } catch (err) {
+        tx.dropTurns();
         if (writeConn.inTransaction) writeConn.exec("ROLLBACK");
         heads.clear();
         throw err;
