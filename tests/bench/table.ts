@@ -182,7 +182,7 @@ export function rows(c: Ceilings): Row[] {
       judge: (f) => (f.chromium10k ? f.chromium10k.ms < 1000 && f.chromium10k.verdict === "CLEAN" : undefined),
     },
     {
-      figure: "Turns: 100 rooms × 2 scripted agents × 20 rounds, turn latency",
+      figure: "Turns: 100 rooms × 2 scripted agents × 20 rounds (reply with my_next: one request a turn), turn latency (opened → next turn handed over), warm server",
       cell: (f) => (f.turns ? `p50 ${num(f.turns.p50)} ms, p99 ${num(f.turns.p99)} ms, ${num(f.turns.turns)}/${num(f.turns.expected)} turns in ${num(f.turns.wallSeconds, 1)} s, ${f.turns.errors} errors` : undefined),
       ceiling: "",
       target: "p99 < 100 ms, 0 errors",
