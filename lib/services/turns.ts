@@ -299,12 +299,18 @@ export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnBody
   return takeTurn(svc, rawRoomId, input, input.wait ? openWait(svc, parseRoomId(rawRoomId), input) : undefined, signal);
 }
 
+interface Wait {
+  watch: ReturnType<typeof watchTurns>;
+  ahead?: ClaimWait;
+  close(): void;
+}
+
 /**
  * What a waiting my_turn listens with, opened before its first read (so no commit between that
  * read and the wait is missed): the room's commits and, for an unsigned claim, its registration
  * for the claim a reply may make ahead (claimAhead).
  */
-function openWait(svc: Services, room: string, input: MyTurnBody) {
+function openWait(svc: Services, room: string, input: MyTurnBody): Wait {
   const watch = watchTurns(svc, room, input.agent_id);
   const ahead = input.claim === true && input.sig === undefined ? waitToClaim(svc, room, input.agent_id) : undefined;
   return {
@@ -318,7 +324,7 @@ function openWait(svc: Services, room: string, input: MyTurnBody) {
 }
 
 /** my_turn over `wait` (closed here), from the turns state `known` when the caller has it at the room's head. */
-async function takeTurn(svc: Services, rawRoomId: string, input: MyTurnBody, wait: ReturnType<typeof openWait> | undefined, signal?: AbortSignal, known?: TurnsAt) {
+async function takeTurn(svc: Services, rawRoomId: string, input: MyTurnBody, wait: Wait | undefined, signal?: AbortSignal, known?: TurnsAt) {
   const claiming = input.claim === true;
   const until = Date.now() + (input.wait ?? 0) * 1000;
   let mine: Awaited<ReturnType<typeof turnFor>>;
@@ -352,7 +358,7 @@ function withLease<T extends { detail: string }>(
  * do next (the claim gives those), unless `ahead` was claimed for it: then with the lease.
  */
 async function turnFor(
-  svc: Services, rawRoomId: string, input: MyTurnInput, until: number, wait: { watch: ReturnType<typeof watchTurns>; ahead?: ClaimWait } | undefined,
+  svc: Services, rawRoomId: string, input: MyTurnInput, until: number, wait: Wait | undefined,
   signal: AbortSignal | undefined, claiming: boolean, known?: TurnsAt,
 ) {
   /** The state a wake-up brought (from memory), else read. */

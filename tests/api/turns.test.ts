@@ -647,7 +647,7 @@ describe("turns: my_turn with claim, one request (POST /turns/mine)", () => {
     assert.equal(events.filter((e) => e.type === "turn.claimed" && e.actor === "b").length, 1, "b's wake-up claimed nothing more");
     const r = await reply(f.api, room, got.turn.id, "b", got.lease_token, "continue");
     assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.equal((await claim(f.api, room, r.body.next.id, "a")).status, 200, "a's next turn was left for a's own claim: nobody waited for it");
+    assert.deepEqual([r.body.next.agent_id, r.body.next.status], ["a", "ready"], "nobody waited for a's next turn: it is left for a's own claim");
     const v = await verdict(f.api, room);
     assert.equal(v.verdict, "CLEAN", v.explanation);
   });

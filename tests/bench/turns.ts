@@ -201,6 +201,8 @@ const LOOPS: Record<Loop, number> = { "reply-next": 1, "mine-claim": 2, "separat
 const LOOP = (process.env.BENCH_TURN_LOOP ?? "reply-next") as Loop;
 if (!(LOOP in LOOPS)) throw new Error(`BENCH_TURN_LOOP: one of ${Object.keys(LOOPS).join(", ")}`);
 const MY_NEXT = { wait: 30, claim: true };
+/** What the agents read of a turn handed to them. */
+type HandedTurn = { id: number; round: number; opened_at: string };
 
 async function scriptedRooms(api: Client, report: Report, label = "", serverPid?: number): Promise<TurnFigures> {
   const rooms: string[] = [];
@@ -225,7 +227,7 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
   const startWall = Date.now();
   // Each room's open turn, by when it opened: the turn before it is over once the next is handed over.
   const openedAt = new Map(rooms.map((room) => [room, { id: 0, at: startWall }]));
-  const handedOver = (room: string, turn?: { id: number; opened_at: string }) => {
+  const handedOver = (room: string, turn?: HandedTurn) => {
     const open = openedAt.get(room)!;
     if (turn && turn.id <= open.id) return; // the same turn again
     if (open.id !== 0) latencies.push(Date.now() - open.at); // 0: the room's first turn comes now
@@ -238,13 +240,13 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
   const deadline = t0 + DEADLINE_MS;
   const agentLoop = async (room: string, agent: string): Promise<void> => {
     /** The next turn a reply's my_next handed over, claimed. */
-    let held: { turn: { id: number; round: number }; leaseToken: string } | undefined;
+    let held: { turn: HandedTurn; leaseToken: string } | undefined;
     while (performance.now() < deadline) {
-      let turn: { id: number; round: number; opened_at: string };
+      let turn: HandedTurn;
       let leaseToken: string | undefined;
       try {
         if (held) {
-          ({ turn, leaseToken } = held as typeof held & { turn: typeof turn });
+          ({ turn, leaseToken } = held);
           held = undefined;
         } else {
           const mine = await timed(api.post(`/api/rooms/${room}/turns/mine`, { agent_id: agent, wait: 30, claim: LOOP !== "separate-claim" }));
