@@ -207,6 +207,9 @@ function readerOn(sqlite: Database.Database) {
   return { reader, db };
 }
 
+/** Reads of the write connection that read no turns table, so need not write the held turn states first. */
+const NO_TURNS_READ = new Set<string>(["getRoom", "agentKey", "listMessages", "tailMessages", "hasMessage", "listWebhooks", "checkpointAt"] satisfies (keyof StoreReader)[]);
+
 /**
  * The writes, prepared once on the write connection; `heads` collects what the open transaction
  * appended. Turn states are held and written once each (`flushTurns`) before the writer next reads,
@@ -301,9 +304,14 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter & { flus
     heldRooms.clear();
     heldTurns.clear();
   }
-  // Every read on this connection sees the held turn states written.
+  // Every read on this connection sees the held turn states written, but for the hot reads of a
+  // write that never touch the turns tables (a claim made ahead reads the waiting agent's key after
+  // the reply's appends: flushing there wrote the turn it opens twice).
   const reader = Object.fromEntries(
-    Object.entries(rowReader).map(([name, read]) => [name, (...args: unknown[]) => (flushTurns(), (read as (...a: unknown[]) => unknown)(...args))]),
+    Object.entries(rowReader).map(([name, read]) => [
+      name,
+      NO_TURNS_READ.has(name) ? read : (...args: unknown[]) => (flushTurns(), (read as (...a: unknown[]) => unknown)(...args)),
+    ]),
   ) as unknown as typeof rowReader;
   const deleteRoom = prep(`DELETE FROM rooms WHERE uuid = ?`);
   const insertWebhook = prep(
