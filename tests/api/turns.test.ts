@@ -770,6 +770,21 @@ describe("turns: my_turn with claim, one request (POST /turns/mine)", () => {
     assert.match(aAnswer.my_next.detail, /blocked \(max_rounds\)/);
   });
 
+  test("a room deleted while a reply's my_next waits: the reply stays answered, and my_next says why no turn came", { timeout: 10_000 }, async () => {
+    const { uuid: room, owner_token } = await turnsRoom(f.api, { participants: ["a", "b"] });
+    const t = (await mine(f.api, room, { agent_id: "a", claim: true })).body;
+    const idle = f.server.svc.notifier.streamCount;
+    const a = reply2(f.api, room, t.turn.id, "a", t.lease_token, "a, then the room goes", { wait: 30, claim: true });
+    await waitUntil("a's my_next being parked", () => f.server.svc.notifier.streamCount > idle);
+    const deleted = await f.api.del(base(room), { authorization: `Bearer ${owner_token}` });
+    assert.deepEqual([deleted.status, deleted.body.deleted], [200, room]);
+    const answer = await a;
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    assert.deepEqual([answer.body.turn.status, answer.body.my_next.turn, answer.body.my_next.lease_token], ["done", null, undefined]);
+    assert.match(answer.body.my_next.detail, new RegExp(`^Your reply was posted \\(message ${answer.body.message_id}\\), but your next turn could not be taken: `));
+    assert.equal((await f.api.get(base(room))).status, 404, "the room is gone");
+  });
+
   test("a waiting my_next or POST /turns/mine holds a stream slot of its caller: over the cap it is refused before the reply is posted", { timeout: 15_000 }, async () => {
     await withApi({ PARLEY_MAX_STREAMS_PER_CLIENT: "1" }, async (g) => {
       const { uuid: room } = await turnsRoom(g.api, { participants: ["a", "b"] });
