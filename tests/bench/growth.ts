@@ -6,11 +6,18 @@
  * room of its own where the size matters (the posts of one run would grow the other's room); a
  * room grows by what BENCH_GROWTH_SECONDS of posts add while its POST rate is measured.
  *
- * Every point is measured twice, one after the other (the small rooms filled afresh for the
- * second run), and each generator's better run counts: on a shared 2-core machine a load is only
- * ever slowed by what else runs (PostgreSQL's autovacuum after a fill, the WAL checkpointer), and
- * single runs swung as much between two small rooms as between a small room and the largest.
- * Before each point the bench also waits until the machine is quiet (waitForQuiet).
+ * Every point is measured twice (the small rooms filled afresh for the second run), and each
+ * generator's better run counts: on a shared 2-core machine a load is only ever slowed by what else
+ * runs (PostgreSQL's autovacuum after a fill, the WAL checkpointer), and single runs swung as much
+ * between two small rooms as between a small room and the largest. Before each point the bench
+ * also waits until the machine is quiet (waitForQuiet).
+ *
+ * Each point has a reference measured in turn with it (point, reference, point, reference): the
+ * same load on a server of its own that has the smallest number of rooms (`refEnv`: its own
+ * database), or into fresh rooms of the smallest size on the same server. The machine's speed
+ * drifted by half within one run (the trivial Hono ceiling 28,941/s at a run's start, 43,929/s
+ * at its end), so rates minutes apart compared the machine with itself; a point over the
+ * reference beside it does not. The smallest point over its own reference is the noise itself.
  */
 import { startServerChild } from "./common";
 import { fillRoom, fmtVerify, headOf, newRoom, postRequests, verifyOffline, verifyOnline, type Backend, type Report, type VerifyFigure } from "./core";
@@ -34,6 +41,8 @@ export interface GrowthPoint {
   n: number;
   post: LoadResult;
   idle: LoadResult;
+  /** The same loads at the smallest size, measured in turn with these. */
+  ref?: { post: LoadResult; idle: LoadResult };
 }
 
 export interface GrowthFigures {
@@ -65,9 +74,13 @@ function betterOf(a: LoadResult, b: LoadResult): LoadResult {
   return { ac: ac.ac, acServer: ac.acServer, acCpu: ac.acCpu, wrk: wrk.wrk, wrkServer: wrk.wrkServer, wrkCpu: wrk.wrkCpu };
 }
 
-/** A load run twice, the better run of each generator. */
-async function twice(run: (i: number) => Promise<LoadResult>): Promise<LoadResult> {
-  return betterOf(await run(0), await run(1));
+/** A load and its reference, twice each in turn (point, reference, point, reference): the better run of each generator. */
+async function inTurn(point: (i: number) => Promise<LoadResult>, ref: (i: number) => Promise<LoadResult>): Promise<{ point: LoadResult; ref: LoadResult }> {
+  const p0 = await point(0);
+  const r0 = await ref(0);
+  const p1 = await point(1);
+  const r1 = await ref(1);
+  return { point: betterOf(p0, p1), ref: betterOf(r0, r1) };
 }
 
 /** A cursor past every head: the same indexed read as since = last, without reading 10,000 heads first. */
@@ -79,16 +92,30 @@ function logPoint(report: Report, name: string, p: GrowthPoint): void {
     report(`${name} ${num(p.n)}: ${what}`, first!);
     for (const line of rest) report("", line);
   }
+  if (!p.ref) return;
+  for (const [what, r] of [["POST", p.ref.post], ["idle poll", p.ref.idle]] as const) {
+    const [first, ...rest] = describe(r);
+    report(`  beside it, the reference: ${what}`, first!);
+    for (const line of rest) report("", line);
+  }
 }
 
-export async function growthFigures(opts: { backend: Backend; env: Record<string, string>; report: Report; verify: boolean }): Promise<GrowthFigures> {
+export async function growthFigures(opts: { backend: Backend; env: Record<string, string>; refEnv: Record<string, string>; report: Report; verify: boolean }): Promise<GrowthFigures> {
   const { report } = opts;
   const label = opts.backend === "sqlite" ? "SQLite" : "PostgreSQL";
   const server = await startServerChild({ prefix: `parley-bench-growth-${opts.backend}-`, apiOnly: true, env: opts.env });
   const { base } = server;
   const pid = server.child.pid!;
   const out: GrowthFigures = { sizes: [], rooms: [] };
+  // The reference of the rooms' points: a server that keeps the smallest number of rooms.
+  const refServer = await startServerChild({ prefix: `parley-bench-growth-ref-${opts.backend}-`, apiOnly: true, env: opts.refEnv }).catch(async (err) => {
+    await server.close();
+    throw err;
+  });
   try {
+    const refRooms = await createRooms(refServer.base, ROOM_COUNTS[0]!);
+    const refPolls: Req[] = refRooms.map((r) => ({ method: "GET", path: `/api/rooms/${r}/messages?since=${PAST_THE_HEAD}` }));
+    const atRef = { base: refServer.base, pid: refServer.child.pid!, connections: 64, seconds: SECONDS };
     // Rooms on the server: a fresh one, so that the first point has exactly 10.
     const rooms: string[] = [];
     for (const n of ROOM_COUNTS) {
@@ -101,9 +128,15 @@ export async function growthFigures(opts: { backend: Backend; env: Record<string
       const targets = Array.from({ length: 10 }, (_, k) => rooms[Math.floor((k * rooms.length) / 10)]!);
       const first = n === ROOM_COUNTS[0];
       const warmup = (i: number) => (first && i === 0 ? undefined : false);
-      const idle = await twice((i) => measure({ base, pid, connections: 64, seconds: SECONDS, warmup: warmup(i), requests: polls, route: READ_ROUTE }));
-      const post = await twice((i) => measure({ base, pid, connections: 64, seconds: SECONDS, warmup: warmup(i), requests: postRequests(targets), route: POST_ROUTE }));
-      const point = { n, post, idle };
+      const idle = await inTurn(
+        (i) => measure({ base, pid, connections: 64, seconds: SECONDS, warmup: warmup(i), requests: polls, route: READ_ROUTE }),
+        (i) => measure({ ...atRef, warmup: warmup(i), requests: refPolls, route: READ_ROUTE }),
+      );
+      const post = await inTurn(
+        (i) => measure({ base, pid, connections: 64, seconds: SECONDS, warmup: warmup(i), requests: postRequests(targets), route: POST_ROUTE }),
+        (i) => measure({ ...atRef, warmup: warmup(i), requests: postRequests(refRooms), route: POST_ROUTE }),
+      );
+      const point = { n, post: post.point, idle: idle.point, ref: { post: post.ref, idle: idle.ref } };
       out.rooms.push(point);
       logPoint(report, `${label}: growth, rooms on the server`, point);
     }
@@ -112,14 +145,14 @@ export async function growthFigures(opts: { backend: Backend; env: Record<string
     for (const n of roomSizes(opts.backend)) {
       const big = n === bigEvents(opts.backend);
       const t0 = performance.now();
-      const fill = async () => {
+      const fill = async (size: number) => {
         const room = await newRoom(base);
-        await fillRoom(base, room, n - (await headOf(base, room)), (i) => `growth message ${i}`);
+        await fillRoom(base, room, size - (await headOf(base, room)), (i) => `growth message ${i}`);
         return room;
       };
-      const fillPair = async () => {
-        const acRoom = await fill();
-        return { acRoom, wrkRoom: big ? acRoom : await fill() };
+      const fillPair = async (size = n) => {
+        const acRoom = await fill(size);
+        return { acRoom, wrkRoom: size === bigEvents(opts.backend) ? acRoom : await fill(size) };
       };
       const pairs = [await fillPair()];
       console.log(`  (room(s) of ${num(n)} events; ${num((performance.now() - t0) / 1000, 1)} s to fill)`);
@@ -131,24 +164,23 @@ export async function growthFigures(opts: { backend: Backend; env: Record<string
       }
       // The second run: the large room again (a little larger), the small ones afresh.
       pairs.push(big ? pairs[0]! : await fillPair());
+      // The references: rooms of the smallest size, fresh for each run.
+      const refPairs = [await fillPair(roomSizes(opts.backend)[0]), await fillPair(roomSizes(opts.backend)[0])];
       console.log(`  (the machine quiet after ${num(await waitForQuiet(), 1)} s)`);
       const idleOf = async (room: string): Promise<Req[]> => [{ method: "GET", path: `/api/rooms/${room}/messages?since=${await headOf(base, room)}` }];
-      const idle = await twice(async (i) =>
-        measure({ base, pid, connections: 64, seconds: SECONDS, warmup: false, requests: await idleOf(pairs[i]!.acRoom), route: READ_ROUTE }, { requests: await idleOf(pairs[i]!.wrkRoom) }),
-      );
+      const idleIn = async (pair: { acRoom: string; wrkRoom: string }) =>
+        measure({ base, pid, connections: 64, seconds: SECONDS, warmup: false, requests: await idleOf(pair.acRoom), route: READ_ROUTE }, { requests: await idleOf(pair.wrkRoom) });
       // No warm-up (the path is warm from the rooms above): it would grow the room first.
-      const post = await twice((i) =>
-        measure(
-          { base, pid, connections: 64, seconds: SECONDS, warmup: false, requests: postRequests([pairs[i]!.acRoom]), route: POST_ROUTE },
-          { requests: postRequests([pairs[i]!.wrkRoom]) },
-        ),
-      );
-      const point = { n, post, idle };
+      const postIn = (pair: { acRoom: string; wrkRoom: string }) =>
+        measure({ base, pid, connections: 64, seconds: SECONDS, warmup: false, requests: postRequests([pair.acRoom]), route: POST_ROUTE }, { requests: postRequests([pair.wrkRoom]) });
+      const idle = await inTurn((i) => idleIn(pairs[i]!), (i) => idleIn(refPairs[i]!));
+      const post = await inTurn((i) => postIn(pairs[i]!), (i) => postIn(refPairs[i]!));
+      const point = { n, post: post.point, idle: idle.point, ref: { post: post.ref, idle: idle.ref } };
       out.sizes.push(point);
       logPoint(report, `${label}: growth, events in the room`, point);
     }
   } finally {
-    await server.close();
+    await Promise.all([server.close(), refServer.close()]);
   }
   return out;
 }

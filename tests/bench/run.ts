@@ -124,7 +124,7 @@ async function backendFigures(backend: Backend): Promise<BackendFigures> {
       : {};
     const f: BackendFigures = { ...core };
     if (wants("growth")) section(`${backend}: growth`);
-    if (wants("growth")) f.growth = await growthFigures({ backend, env: await envFor(), report, verify: wants("verify") });
+    if (wants("growth")) f.growth = await growthFigures({ backend, env: await envFor(), refEnv: await envFor(), report, verify: wants("verify") });
     if (wants("turns")) section(`${backend}: turns`);
     if (wants("turns")) f.turns = await turnFigures(report, { env: await envFor(), label: backend === "sqlite" ? "SQLite: " : "PostgreSQL: ", scriptedOnly: true });
     return f;

@@ -79,18 +79,35 @@ const ceilingCell = (r: Ceiling | undefined, what: string) => (r ? `${what}: ${r
 const ceilingSamplesCell = (r: Ceiling | undefined, what: string) =>
   r?.samples ? `${ceilingCell(r, what)} (the mean of the run's start, ${rateText(r.samples[0])}, and end, ${rateText(r.samples[1])})` : ceilingCell(r, what);
 
-/** Lowest rate over highest among the points, per generator; the lower one decides. */
+type Tool = "wrk" | "ac";
+const rateOf = (r: LoadResult, tool: Tool) => (tool === "wrk" ? r.wrk?.rate : r.ac.rate);
+/** A point's rate, over its reference's (measured in turn with it) when it has one. */
+function relative(p: GrowthPoint, which: "post" | "idle", tool: Tool): number | undefined {
+  const rate = rateOf(p[which], tool);
+  if (rate === undefined || !p.ref) return rate;
+  const ref = rateOf(p.ref[which], tool);
+  return ref === undefined ? undefined : rate / ref;
+}
+
+/** Lowest over highest among the points (of the rates over their references, where measured), per generator; the lower one decides. */
 function flatness(points: GrowthPoint[] | undefined, which: "post" | "idle"): { text: string; low: number } | undefined {
   if (!points?.length) return undefined;
-  const of = (tool: "wrk" | "ac") => {
-    const xs = points.map((p) => (tool === "wrk" ? p[which].wrk?.rate : p[which].ac.rate)).filter((x): x is number => x !== undefined);
+  const of = (tool: Tool) => {
+    const xs = points.map((p) => relative(p, which, tool)).filter((x): x is number => x !== undefined);
     return xs.length === points.length ? Math.min(...xs) / Math.max(...xs) : undefined;
   };
-  const pairs = (["wrk", "ac"] as const).map((t) => [t, of(t)] as const).filter((p): p is readonly ["wrk" | "ac", number] => p[1] !== undefined);
+  const pairs = (["wrk", "ac"] as const).map((t) => [t, of(t)] as const).filter((p): p is readonly [Tool, number] => p[1] !== undefined);
   return { text: pairs.map(([t, x]) => `${t === "ac" ? "autocannon" : t} ${(x * 100).toFixed(0)} %`).join(" · "), low: Math.min(...pairs.map(([, x]) => x)) };
 }
-const growthCell = (points: GrowthPoint[] | undefined, which: "post" | "idle") =>
-  points?.length ? points.map((p) => `${num(p.n)}: ${num(p[which].wrk?.rate ?? p[which].ac.rate)}/s`).join(" · ") + (points[0]![which].wrk ? " (wrk)" : " (autocannon)") : undefined;
+const growthCell = (points: GrowthPoint[] | undefined, which: "post" | "idle") => {
+  if (!points?.length) return undefined;
+  const tool: Tool = points[0]![which].wrk ? "wrk" : "ac";
+  const point = (p: GrowthPoint) => {
+    const ref = p.ref && rateOf(p.ref[which], tool);
+    return `${num(p.n)}: ${num(rateOf(p[which], tool) ?? NaN)}/s${ref === undefined ? "" : ` (beside ${num(ref)}/s, ${Math.round(100 * relative(p, which, tool)!)} %)`}`;
+  };
+  return points.map(point).join(" · ") + (tool === "wrk" ? " (wrk)" : " (autocannon)");
+};
 
 export function rows(c: Ceilings): Row[] {
   const hono = c.hono;
@@ -217,10 +234,10 @@ function growthRow(figure: string, pick: (f: BackendFigures) => GrowthPoint[] | 
   return {
     figure,
     cell: (f) => growthCell(pick(f), which),
-    ceiling: "the rate at the smallest size",
+    ceiling: "the rate at the smallest size, measured in turn with each point",
     ratio: (f) => {
       const r = flatness(pick(f), which);
-      return r ? `lowest/highest: ${r.text}` : undefined;
+      return r ? `lowest/highest of point/beside: ${r.text}` : undefined;
     },
     target: "flat within 20 %",
     judge: (f) => {
