@@ -6,24 +6,22 @@
  * room of its own where the size matters (the posts of one run would grow the other's room); a
  * room grows by what BENCH_GROWTH_SECONDS of posts add while its POST rate is measured.
  *
- * Every point is measured twice (the small rooms filled afresh for the second run), and each
- * generator's better run counts: on a shared 2-core machine a load is only ever slowed by what else
- * runs (PostgreSQL's autovacuum after a fill, the WAL checkpointer), and single runs swung as much
- * between two small rooms as between a small room and the largest. Before each point the bench
- * also waits until the machine is quiet (waitForQuiet).
- *
- * Each point has a reference measured in turn with it (point, reference, point, reference): the
- * same load on a server of its own that has the smallest number of rooms (`refEnv`: its own
- * database), or into fresh rooms of the smallest size on the same server. The machine's speed
- * drifted by half within one run (the trivial Hono ceiling 28,941/s at a run's start, 43,929/s
- * at its end), so rates minutes apart compared the machine with itself; a point over the
- * reference beside it does not. The smallest point over its own reference is the noise itself.
+ * Each point has a reference measured in turn with it: the same load on a server of its own that
+ * has the smallest number of rooms (`refEnv`: its own database), or into fresh rooms of the
+ * smallest size on the same server. The point and its reference run in PAIRS pairs, each pair
+ * back to back (the small rooms filled afresh for every run), and the figure judged is the median
+ * of the pairs' ratios. The machine's speed drifted by half within one run (the trivial Hono
+ * ceiling 28,941/s at a run's start, 43,929/s at its end), and two identical servers measured one
+ * after the other differed by up to 2.5 times at one core each, so rates minutes apart, or single
+ * runs, compared the machine with itself. The smallest point over its own reference shows the
+ * noise that is left. Before each point the bench also waits until the machine is quiet
+ * (waitForQuiet).
  */
 import { startServerChild } from "./common";
 import { fillRoom, fmtVerify, headOf, newRoom, postRequests, verifyOffline, verifyOnline, type Backend, type Report, type VerifyFigure } from "./core";
 import { describe, measure, num, waitForQuiet, type LoadResult, type Req } from "./load";
 
-const SECONDS = Number(process.env.BENCH_GROWTH_SECONDS ?? 3);
+const SECONDS = Number(process.env.BENCH_GROWTH_SECONDS ?? 2);
 export const ROOM_COUNTS = [10, 1_000, 10_000];
 /**
  * The large room: 100,000 events on both backends (BENCH_BIG_EVENTS, BENCH_BIG_EVENTS_PG). On
@@ -41,8 +39,13 @@ export interface GrowthPoint {
   n: number;
   post: LoadResult;
   idle: LoadResult;
-  /** The same loads at the smallest size, measured in turn with these. */
-  ref?: { post: LoadResult; idle: LoadResult };
+  /** The same loads at the smallest size, measured in turn with these, and the median ratios of the pairs. */
+  ref?: { post: LoadResult; idle: LoadResult; ratio: { post: Ratio; idle: Ratio } };
+}
+/** Per generator, the median over the pairs of a point's rate over its reference's. */
+export interface Ratio {
+  ac: number;
+  wrk?: number;
 }
 
 export interface GrowthFigures {
@@ -74,13 +77,32 @@ function betterOf(a: LoadResult, b: LoadResult): LoadResult {
   return { ac: ac.ac, acServer: ac.acServer, acCpu: ac.acCpu, wrk: wrk.wrk, wrkServer: wrk.wrkServer, wrkCpu: wrk.wrkCpu };
 }
 
-/** A load and its reference, twice each in turn (point, reference, point, reference): the better run of each generator. */
-async function inTurn(point: (i: number) => Promise<LoadResult>, ref: (i: number) => Promise<LoadResult>): Promise<{ point: LoadResult; ref: LoadResult }> {
-  const p0 = await point(0);
-  const r0 = await ref(0);
-  const p1 = await point(1);
-  const r1 = await ref(1);
-  return { point: betterOf(p0, p1), ref: betterOf(r0, r1) };
+/** Pairs of a point's run and its reference's (BENCH_GROWTH_PAIRS). */
+const PAIRS = Number(process.env.BENCH_GROWTH_PAIRS ?? 4);
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+/**
+ * A load and its reference in PAIRS pairs, each pair's two runs back to back (in alternating
+ * order, so that a drift favours neither): per generator, the better run of each (for the rates
+ * shown) and the median of the pairs' ratios, point over reference (the figure judged).
+ */
+async function inTurn(point: (i: number) => Promise<LoadResult>, ref: (i: number) => Promise<LoadResult>): Promise<{ point: LoadResult; ref: LoadResult; ratio: Ratio }> {
+  const points: LoadResult[] = [];
+  const refs: LoadResult[] = [];
+  for (let i = 0; i < PAIRS; i++) {
+    if (i % 2 === 0) {
+      points.push(await point(i));
+      refs.push(await ref(i));
+    } else {
+      refs.push(await ref(i));
+      points.push(await point(i));
+    }
+  }
+  const wrk = points.every((p, i) => p.wrk && refs[i]!.wrk) ? median(points.map((p, i) => p.wrk!.rate / refs[i]!.wrk!.rate)) : undefined;
+  return { point: points.reduce(betterOf), ref: refs.reduce(betterOf), ratio: { ac: median(points.map((p, i) => p.ac.rate / refs[i]!.ac.rate)), wrk } };
 }
 
 /** A cursor past every head: the same indexed read as since = last, without reading 10,000 heads first. */
@@ -136,7 +158,7 @@ export async function growthFigures(opts: { backend: Backend; env: Record<string
         (i) => measure({ base, pid, connections: 64, seconds: SECONDS, warmup: warmup(i), requests: postRequests(targets), route: POST_ROUTE }),
         (i) => measure({ ...atRef, warmup: warmup(i), requests: postRequests(refRooms), route: POST_ROUTE }),
       );
-      const point = { n, post: post.point, idle: idle.point, ref: { post: post.ref, idle: idle.ref } };
+      const point = { n, post: post.point, idle: idle.point, ref: { post: post.ref, idle: idle.ref, ratio: { post: post.ratio, idle: idle.ratio } } };
       out.rooms.push(point);
       logPoint(report, `${label}: growth, rooms on the server`, point);
     }
@@ -162,10 +184,11 @@ export async function growthFigures(opts: { backend: Backend; env: Record<string
         out.verifyBigOffline = await verifyOffline(base, pairs[0]!.acRoom);
         report(`${label}: Verify offline (parley verify), ${num(n)} events`, fmtVerify(out.verifyBigOffline));
       }
-      // The second run: the large room again (a little larger), the small ones afresh.
-      pairs.push(big ? pairs[0]! : await fillPair());
-      // The references: rooms of the smallest size, fresh for each run.
-      const refPairs = [await fillPair(roomSizes(opts.backend)[0]), await fillPair(roomSizes(opts.backend)[0])];
+      // The later runs: the large room again (a little larger each time), the small ones afresh;
+      // the references, rooms of the smallest size, fresh for each run.
+      while (pairs.length < PAIRS) pairs.push(big ? pairs[0]! : await fillPair());
+      const refPairs: typeof pairs = [];
+      while (refPairs.length < PAIRS) refPairs.push(await fillPair(roomSizes(opts.backend)[0]));
       console.log(`  (the machine quiet after ${num(await waitForQuiet(), 1)} s)`);
       const idleOf = async (room: string): Promise<Req[]> => [{ method: "GET", path: `/api/rooms/${room}/messages?since=${await headOf(base, room)}` }];
       const idleIn = async (pair: { acRoom: string; wrkRoom: string }) =>
@@ -175,7 +198,7 @@ export async function growthFigures(opts: { backend: Backend; env: Record<string
         measure({ base, pid, connections: 64, seconds: SECONDS, warmup: false, requests: postRequests([pair.acRoom]), route: POST_ROUTE }, { requests: postRequests([pair.wrkRoom]) });
       const idle = await inTurn((i) => idleIn(pairs[i]!), (i) => idleIn(refPairs[i]!));
       const post = await inTurn((i) => postIn(pairs[i]!), (i) => postIn(refPairs[i]!));
-      const point = { n, post: post.point, idle: idle.point, ref: { post: post.ref, idle: idle.ref } };
+      const point = { n, post: post.point, idle: idle.point, ref: { post: post.ref, idle: idle.ref, ratio: { post: post.ratio, idle: idle.ratio } } };
       out.sizes.push(point);
       logPoint(report, `${label}: growth, events in the room`, point);
     }

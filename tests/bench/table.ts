@@ -81,13 +81,9 @@ const ceilingSamplesCell = (r: Ceiling | undefined, what: string) =>
 
 type Tool = "wrk" | "ac";
 const rateOf = (r: LoadResult, tool: Tool) => (tool === "wrk" ? r.wrk?.rate : r.ac.rate);
-/** A point's rate, over its reference's (measured in turn with it) when it has one. */
-function relative(p: GrowthPoint, which: "post" | "idle", tool: Tool): number | undefined {
-  const rate = rateOf(p[which], tool);
-  if (rate === undefined || !p.ref) return rate;
-  const ref = rateOf(p.ref[which], tool);
-  return ref === undefined ? undefined : rate / ref;
-}
+/** A point's rate over its reference's (the median of the pairs measured in turn) when it has one, else its rate. */
+const relative = (p: GrowthPoint, which: "post" | "idle", tool: Tool): number | undefined =>
+  p.ref ? p.ref.ratio[which][tool] : rateOf(p[which], tool);
 
 /** Lowest over highest among the points (of the rates over their references, where measured), per generator; the lower one decides. */
 function flatness(points: GrowthPoint[] | undefined, which: "post" | "idle"): { text: string; low: number } | undefined {
@@ -104,7 +100,7 @@ const growthCell = (points: GrowthPoint[] | undefined, which: "post" | "idle") =
   const tool: Tool = points[0]![which].wrk ? "wrk" : "ac";
   const point = (p: GrowthPoint) => {
     const ref = p.ref && rateOf(p.ref[which], tool);
-    return `${num(p.n)}: ${num(rateOf(p[which], tool) ?? NaN)}/s${ref === undefined ? "" : ` (beside ${num(ref)}/s, ${Math.round(100 * relative(p, which, tool)!)} %)`}`;
+    return `${num(p.n)}: ${num(rateOf(p[which], tool) ?? NaN)}/s${ref === undefined ? "" : ` (beside ${num(ref)}/s; pairs' median ${Math.round(100 * relative(p, which, tool)!)} %)`}`;
   };
   return points.map(point).join(" · ") + (tool === "wrk" ? " (wrk)" : " (autocannon)");
 };
