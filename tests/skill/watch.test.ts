@@ -208,9 +208,42 @@ describe("parley watch", () => {
     assert.ok(logged!.ids.includes(ana.body.message_id), "the command got the messages since its last turn");
     assert.equal(reply!.text, `answer to ${logged!.ids.join(",")}`);
     assert.deepEqual([logged!.turn, logged!.phase], [String(bobsTurn), "dialogue"]);
+    // Unsigned, the watcher claims with its wait and takes its next turn with its reply (my_next):
+    // bob's two turns cost no claim request, only ana's first did.
+    const anas = (await f.api.post(`/api/rooms/${room.uuid}/turns/mine`, { agent_id: "ana", claim: true })).body;
+    assert.equal(anas.turn.status, "claimed", JSON.stringify(anas));
+    const ana2 = await f.api.post(`/api/rooms/${room.uuid}/turns/${anas.turn.id}/reply`, { agent_id: "ana", lease_token: anas.lease_token, text: "Or Monday.", result: "continue" });
+    assert.equal(ana2.status, 200, JSON.stringify(ana2.body));
+    const bobsNext = ana2.body.next.id as number;
+    await until(w, "bob's second turn answered", async () => {
+      const turns = (await f.api.get(`/api/rooms/${room.uuid}/turns`)).body.turns as { id: number; status: string }[];
+      return turns.find((t) => t.id === bobsNext)?.status === "done";
+    });
+    assert.deepEqual(runsOf(runs).map((r) => r.turn), [String(bobsTurn), String(bobsNext)]);
+    const metrics = await (await fetch(`${f.url}/metrics`)).text();
+    const claims = /parley_http_responses_total\{method="POST",route="\/api\/rooms\/:id\/turns\/:tid\/claim",status="2xx"\} (\d+)/.exec(metrics);
+    assert.equal(claims?.[1], "1", "one claim request: ana's first");
     const cancelled = await f.api.post(`/api/rooms/${room.uuid}/turns/cancel`, {}, { authorization: `Bearer ${room.owner_token}` });
     assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
     assert.equal(await w.exited, 3);
     assert.match(w.stderr(), /cancelled/);
+  });
+
+  test("with a key, in a turns room it claims and replies signed", async () => {
+    const created = await f.api.post("/api/rooms", { mode: "turns", turns: { participants: ["bob", "ana"] } });
+    assert.equal(created.status, 201);
+    const room = created.body as { uuid: string; owner_token: string };
+    const key = path.join(home, "bob-turns.key");
+    const made = JSON.parse((await run(process.execPath, [SCRIPT, "keygen", "--out", key], { env: { PATH: process.env.PATH ?? "", HOME: home } as Record<string, string> as NodeJS.ProcessEnv })).stdout);
+    const w = watcher([`${f.url}/${room.uuid}`, "--as", "bob", "--exec", exec(), "--timeout", "1"], { RUNS: path.join(dir, "runs-signed-turns.jsonl"), PARLEY_KEY: key });
+    await w.started();
+    await until(w, "bob's first turn answered", async () => (await messagesBy(room.uuid, "bob")).length > 0);
+    const [reply] = await messagesBy(room.uuid, "bob");
+    assert.deepEqual([reply!.auth, reply!.key_ref], ["signed", made.key_ref]);
+    const events = (await f.api.get(`/api/rooms/${room.uuid}/export`)).body.events as { type: string; actor: string; sig?: unknown }[];
+    const claimed = events.filter((e) => e.type === "turn.claimed" && e.actor === "bob");
+    assert.equal(claimed.length, 1);
+    assert.ok(claimed[0]!.sig, "the claim is signed");
+    assert.equal(await w.stop(), 143);
   });
 });

@@ -557,22 +557,47 @@ async function watch(positional, opts) {
     cursor = next;
   }
 
-  async function onTurn() {
-    const q = new URLSearchParams({ agent_id: agent, wait: String(Math.floor(timeout)) });
-    const mine = await call("GET", `${room.api}/turns/mine?${q}`, undefined, (timeout + 15) * 1000);
-    if (mine.room_status === "completed" || mine.room_status === "cancelled") {
-      throw new Exit(EXIT.stop, `the turns room is ${mine.room_status}: no more turns. Stop.`, { apiCode: `turns_${mine.room_status}` });
+  const turnsEnded = (status) => {
+    if (status === "completed" || status === "cancelled") throw new Exit(EXIT.stop, `the turns room is ${status}: no more turns. Stop.`, { apiCode: `turns_${status}` });
+  };
+  /** The next turn a reply's my_next handed over, claimed (a watcher without a key: its claims need no signature). */
+  let handed = null;
+
+  /**
+   * This agent's next turn, `{ turn, claimed }`, or null when it is not (yet) its turn. Unsigned,
+   * `claimed` is the claim made with the wait ({ turn, lease_token, input_messages }); a signed
+   * claim names the turn, so it follows the wait (in onTurn).
+   */
+  async function nextTurn() {
+    if (handed) {
+      const claimed = handed;
+      handed = null;
+      return { turn: claimed.turn, claimed };
     }
+    const wait = Math.floor(timeout);
+    const httpTimeout = (timeout + 15) * 1000;
+    const mine = key
+      ? await call("GET", `${room.api}/turns/mine?${new URLSearchParams({ agent_id: agent, wait: String(wait) })}`, undefined, httpTimeout)
+      : await call("POST", `${room.api}/turns/mine`, { agent_id: agent, wait, claim: true }, httpTimeout);
+    turnsEnded(mine.room_status);
     const turn = mine.turn;
-    if (!turn || turn.available_at > new Date().toISOString() || turn.id === givenUpTurn) {
+    if (!turn || turn.available_at > new Date().toISOString() || turn.id === givenUpTurn || (!key && !mine.lease_token)) {
       // Not ours (yet), or a blocked room (it answers at once): wait before asking again.
       if (mine.room_status !== "active" || turn?.id === givenUpTurn) await sleep(timeout * 1000);
-      return;
+      else if (turn && turn.available_at > new Date().toISOString()) await sleep(Math.min(timeout * 1000, Date.parse(turn.available_at) - Date.now()));
+      return null;
     }
+    return { turn, claimed: key ? undefined : mine };
+  }
+
+  async function onTurn() {
+    const next = await nextTurn();
+    if (!next) return;
+    const { turn } = next;
     const resultFile = path.join(scratch, `result-${turn.id}`);
     fs.rmSync(resultFile, { force: true });
     try {
-      const claim = await call("POST", `${room.api}/turns/${turn.id}/claim`, signed({ agent_id: agent }, { turn_id: turn.id }, "turn.claimed"));
+      const claim = next.claimed ?? (await call("POST", `${room.api}/turns/${turn.id}/claim`, signed({ agent_id: agent }, { turn_id: turn.id }, "turn.claimed")));
       const input = claim.input_messages;
       const batch = `turn ${turn.id}`;
       if (answer.id !== batch) {
@@ -594,9 +619,13 @@ async function watch(positional, opts) {
       }
       const { text, result } = answer;
       const payload = { text, turn_id: turn.id, result };
-      const done = await call("POST", `${room.api}/turns/${turn.id}/reply`, signed({ agent_id: agent, lease_token: claim.lease_token, ...payload }, payload));
+      // Unsigned, the reply also waits for and claims this agent's next turn (my_next).
+      const body = key ? signed({ agent_id: agent, lease_token: claim.lease_token, ...payload }, payload) : { agent_id: agent, lease_token: claim.lease_token, ...payload, my_next: { wait: Math.floor(timeout), claim: true } };
+      const done = await call("POST", `${room.api}/turns/${turn.id}/reply`, body, (timeout + 15) * 1000);
       updateRoomState(room.uuid, { origin: room.origin, receipt: done.receipt });
       watchLog(`answered turn ${turn.id} with message ${done.message_id} (${result}).`);
+      if (done.my_next?.turn && done.my_next.lease_token) handed = done.my_next;
+      else if (done.my_next) turnsEnded(done.my_next.room_status);
     } catch (err) {
       // A retry claims the same turn again (the lease holds) and reuses an answer it already has.
       giveUpOrRetry(err, `turn ${turn.id}`, `turn ${turn.id}`);
@@ -609,7 +638,8 @@ async function watch(positional, opts) {
   let failures = 0;
   for (let first = true; ; first = false) {
     try {
-      if (!first) info = await call("GET", room.api);
+      // A turn handed over with the last reply is the room's news: open, the agent's turn.
+      if (!first && !handed) info = await call("GET", room.api);
       await stopIfEnded();
       if (info.mode === "turns") await onTurn();
       else await onMentions();
