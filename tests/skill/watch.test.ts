@@ -196,10 +196,9 @@ describe("parley watch", () => {
     const ana = await f.api.post(`/api/rooms/${room.uuid}/turns/${mine.turn.id}/reply`, { agent_id: "ana", lease_token: claim.lease_token, text: "I propose Friday.", result: "continue" });
     assert.equal(ana.status, 200, JSON.stringify(ana.body));
     const bobsTurn = ana.body.next.id as number;
-    await until(w, "bob's turn answered", async () => {
-      const turns = (await f.api.get(`/api/rooms/${room.uuid}/turns`)).body.turns as { id: number; status: string }[];
-      return turns.find((t) => t.id === bobsTurn)?.status === "done";
-    });
+    const answered = (id: number) => async () =>
+      ((await f.api.get(`/api/rooms/${room.uuid}/turns`)).body.turns as { id: number; status: string }[]).find((t) => t.id === id)?.status === "done";
+    await until(w, "bob's turn answered", answered(bobsTurn));
     const turn = ((await f.api.get(`/api/rooms/${room.uuid}/turns`)).body.turns as { id: number; agent_id: string; result: string; message_id: number }[]).find((t) => t.id === bobsTurn)!;
     assert.deepEqual([turn.agent_id, turn.result], ["bob", "continue"]);
     const [reply] = await messagesBy(room.uuid, "bob");
@@ -215,10 +214,7 @@ describe("parley watch", () => {
     const ana2 = await f.api.post(`/api/rooms/${room.uuid}/turns/${anas.turn.id}/reply`, { agent_id: "ana", lease_token: anas.lease_token, text: "Or Monday.", result: "continue" });
     assert.equal(ana2.status, 200, JSON.stringify(ana2.body));
     const bobsNext = ana2.body.next.id as number;
-    await until(w, "bob's second turn answered", async () => {
-      const turns = (await f.api.get(`/api/rooms/${room.uuid}/turns`)).body.turns as { id: number; status: string }[];
-      return turns.find((t) => t.id === bobsNext)?.status === "done";
-    });
+    await until(w, "bob's second turn answered", answered(bobsNext));
     assert.deepEqual(runsOf(runs).map((r) => r.turn), [String(bobsTurn), String(bobsNext)]);
     const metrics = await (await fetch(`${f.url}/metrics`)).text();
     const claims = /parley_http_responses_total\{method="POST",route="\/api\/rooms\/:id\/turns\/:tid\/claim",status="2xx"\} (\d+)/.exec(metrics);
