@@ -508,12 +508,19 @@ async function watch(positional, opts) {
   let cursor = numOpt(opts, "since", 0) ?? loadState().rooms[room.uuid]?.watch?.[me] ?? info.head.size;
   watchLog(`watching ${roomUrl} as "${agent}" (${info.mode} room${info.mode === "turns" ? ": on its turns" : `: on @-mentions after seq ${cursor}`})${key ? ", signing" : ""}.`);
 
+  /** Stops (exit 3) on a turns room that ended (completed or cancelled). */
+  const turnsEnded = (status) => {
+    if (status === "completed" || status === "cancelled") throw new Exit(EXIT.stop, `the turns room is ${status}: no more turns. Stop.`, { apiCode: `turns_${status}` });
+  };
+  // Each long-poll waits `timeout` s (whole seconds for the turns' waits); its request may take 15 s more.
+  const waitS = Math.floor(timeout);
+  const pollMs = (timeout + 15) * 1000;
+
   /** Stops (exit 3) once the room takes nothing more: closed by its owner, or a turns room that ended. */
   async function stopIfEnded() {
     if (info.status === "open") return;
     if (info.mode === "turns") {
-      const turns = await call("GET", `${room.api}/turns/current`);
-      if (turns.status === "completed" || turns.status === "cancelled") throw new Exit(EXIT.stop, `the turns room is ${turns.status}: no more turns. Stop.`, { apiCode: `turns_${turns.status}` });
+      turnsEnded((await call("GET", `${room.api}/turns/current`)).status);
     }
     throw new Exit(EXIT.stop, `409 room_closed: the room is ${info.status} and takes no more messages. Stop.`, { apiCode: "room_closed" });
   }
@@ -533,7 +540,7 @@ async function watch(positional, opts) {
 
   async function onMentions() {
     const q = new URLSearchParams({ since: String(cursor), wait: String(timeout), mentioning: agent, limit: "50" });
-    const page = await call("GET", `${room.api}/messages?${q}`, undefined, (timeout + 15) * 1000);
+    const page = await call("GET", `${room.api}/messages?${q}`, undefined, pollMs);
     const fresh = page.messages.filter((m) => m.id > cursor && agentKey(m.agent_id) !== me);
     const next = Math.max(cursor, page.next_since);
     if (fresh.length > 0) {
@@ -557,9 +564,6 @@ async function watch(positional, opts) {
     cursor = next;
   }
 
-  const turnsEnded = (status) => {
-    if (status === "completed" || status === "cancelled") throw new Exit(EXIT.stop, `the turns room is ${status}: no more turns. Stop.`, { apiCode: `turns_${status}` });
-  };
   /** The next turn a reply's my_next handed over, claimed (a watcher without a key: its claims need no signature). */
   let handed = null;
 
@@ -574,17 +578,17 @@ async function watch(positional, opts) {
       handed = null;
       return { turn: claimed.turn, claimed };
     }
-    const wait = Math.floor(timeout);
-    const httpTimeout = (timeout + 15) * 1000;
     const mine = key
-      ? await call("GET", `${room.api}/turns/mine?${new URLSearchParams({ agent_id: agent, wait: String(wait) })}`, undefined, httpTimeout)
-      : await call("POST", `${room.api}/turns/mine`, { agent_id: agent, wait, claim: true }, httpTimeout);
+      ? await call("GET", `${room.api}/turns/mine?${new URLSearchParams({ agent_id: agent, wait: String(waitS) })}`, undefined, pollMs)
+      : await call("POST", `${room.api}/turns/mine`, { agent_id: agent, wait: waitS, claim: true }, pollMs);
     turnsEnded(mine.room_status);
     const turn = mine.turn;
-    if (!turn || turn.available_at > new Date().toISOString() || turn.id === givenUpTurn || (!key && !mine.lease_token)) {
-      // Not ours (yet), or a blocked room (it answers at once): wait before asking again.
+    const early = turn ? Date.parse(turn.available_at) - Date.now() : 0;
+    if (!turn || early > 0 || turn.id === givenUpTurn || (!key && !mine.lease_token)) {
+      // Not ours (yet), or a blocked room (it answers at once): wait before asking again; a turn
+      // that opens later, until it opens.
       if (mine.room_status !== "active" || turn?.id === givenUpTurn) await sleep(timeout * 1000);
-      else if (turn && turn.available_at > new Date().toISOString()) await sleep(Math.min(timeout * 1000, Date.parse(turn.available_at) - Date.now()));
+      else if (early > 0) await sleep(Math.min(timeout * 1000, early));
       return null;
     }
     return { turn, claimed: key ? undefined : mine };
@@ -620,8 +624,9 @@ async function watch(positional, opts) {
       const { text, result } = answer;
       const payload = { text, turn_id: turn.id, result };
       // Unsigned, the reply also waits for and claims this agent's next turn (my_next).
-      const body = key ? signed({ agent_id: agent, lease_token: claim.lease_token, ...payload }, payload) : { agent_id: agent, lease_token: claim.lease_token, ...payload, my_next: { wait: Math.floor(timeout), claim: true } };
-      const done = await call("POST", `${room.api}/turns/${turn.id}/reply`, body, (timeout + 15) * 1000);
+      const reply = { agent_id: agent, lease_token: claim.lease_token, ...payload };
+      const body = key ? signed(reply, payload) : { ...reply, my_next: { wait: waitS, claim: true } };
+      const done = await call("POST", `${room.api}/turns/${turn.id}/reply`, body, pollMs);
       updateRoomState(room.uuid, { origin: room.origin, receipt: done.receipt });
       watchLog(`answered turn ${turn.id} with message ${done.message_id} (${result}).`);
       if (done.my_next?.turn && done.my_next.lease_token) handed = done.my_next;
