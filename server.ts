@@ -200,15 +200,16 @@ function every(svc: Services, name: string, intervalMs: number, work: () => Prom
 /** One process, one port: Hono for the API and agent surface, Next.js for the pages. */
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
   const config = options.config ?? loadConfig();
-  const store = config.databaseUrl ? await openPgStore(config.databaseUrl, { maxConnections: config.dbPoolSize }) : openSqliteStore(config.dataDir);
+  const pgStore = config.databaseUrl ? await openPgStore(config.databaseUrl, { maxConnections: config.dbPoolSize }) : undefined;
+  const store = pgStore ?? openSqliteStore(config.dataDir);
   const key = loadOrCreateServerKey(config.keyFile, config.keyName, config.keySeedHex);
   const svc = createServices(config, store, key, options.clock);
   // The webhook outbox: every append writes its deliveries in its own transaction.
   svc.appendHooks.push(webhookAppendHook(svc));
   setServices(svc);
   // Other instances' commits wake this one's readers (PostgreSQL only: SQLite is one process).
-  const commits = config.databaseUrl
-    ? await listenForCommits(config.databaseUrl, svc.notifier, async (room) => (await svc.store.getRoom(room))?.headSize, options.quiet ? () => {} : undefined)
+  const commits = pgStore
+    ? await listenForCommits(pgStore.url, pgStore.origin, svc.notifier, async (room) => (await svc.store.getRoom(room))?.headSize, options.quiet ? () => {} : undefined)
     : undefined;
   const api = getRequestListener(createApiApp(svc).fetch, {
     // HTTP/1.0 may come without a Host (HTTP/1.1 without one is answered below).

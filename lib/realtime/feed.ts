@@ -38,12 +38,17 @@ export class FrameCache {
    */
   private readonly loading = new Map<string, Map<number, Promise<Frame[]>>>();
   private bytes = 0;
+  /** The head of the last commit whose frames were made here, by room (see committed). */
+  private readonly committedHeads = new Map<string, number>();
 
   constructor(private readonly svc: Services) {
     svc.notifier.subscribeAll((room) => this.loading.delete(room));
   }
 
-  /** Frames after `since`, oldest first, at most `limit`. */
+  /**
+   * Frames after `since`, oldest first, at most `limit`; fewer when the cache holds them up to this
+   * instance's last commit to the room (its readers read on while they know of a later head).
+   */
   async read(room: string, since: number, limit = 500): Promise<Frame[]> {
     const cached = this.rooms.get(room);
     const out: Frame[] = [];
@@ -52,7 +57,9 @@ export class FrameCache {
       if (!frame) break;
       out.push(frame);
     }
-    if (out.length === limit) return out;
+    // Up to the head of this instance's last commit to the room, the cache has it all: the caller
+    // reads again from there if it knows of more (another instance's commit).
+    if (out.length === limit || (out.length > 0 && out.at(-1)!.seq === this.committedHeads.get(room))) return out;
     const from = out.at(-1)?.seq ?? since;
     const loaded = await this.load(room, from, limit - out.length);
     for (let i = 0; i < loaded.length && out.length < limit; i++) out.push(loaded[i]!);
@@ -78,9 +85,23 @@ export class FrameCache {
     return pending;
   }
 
+  /**
+   * A commit's events, from the commit itself (called once it has committed, before its readers
+   * wake): the rooms being read now (cached, with someone waiting on them) get their frames here,
+   * so their streams send them without a store read.
+   */
+  committed(heads: ReadonlyMap<string, { rows: readonly EventRow[] }>): void {
+    for (const [room, { rows }] of heads) {
+      if (!this.rooms.has(room) || !this.svc.notifier.listening(room)) continue;
+      for (const row of rows) this.remember(room, toFrame(row));
+      if (rows.length > 0 && this.rooms.has(room)) this.committedHeads.set(room, rows.at(-1)!.seq);
+    }
+  }
+
   forget(room: string): void {
     for (const frame of this.rooms.get(room)?.values() ?? []) this.bytes -= frame.bytes.byteLength;
     this.rooms.delete(room);
+    this.committedHeads.delete(room);
   }
 
   /** Bytes of the frames cached now. */

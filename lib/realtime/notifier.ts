@@ -38,6 +38,11 @@ export class Notifier {
     };
   }
 
+  /** Whether a stream or long-poll waits on the room now. */
+  listening(room: string): boolean {
+    return this.listeners.has(room);
+  }
+
   publish(room: string, seq: number): void {
     for (const listener of this.everyRoom) listener(room, seq);
     const set = this.listeners.get(room);

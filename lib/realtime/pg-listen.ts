@@ -2,9 +2,11 @@
 // their new heads (lib/store/pg.ts); each instance LISTENs on a connection of its own and wakes
 // its local readers. The hint only wakes: readers re-read from their cursor in the database, so a
 // lost notification costs latency, never an event. After the connection drops, it reconnects with
-// backoff and wakes every waiting reader to re-read, which covers what it missed meanwhile.
+// backoff and wakes every waiting reader to re-read, which covers what it missed meanwhile. An
+// instance skips its own announcements: its store wakes its readers at commit (onCommit), with the
+// commit's frames already cached, and the NOTIFY can arrive before the COMMIT's reply does.
 import type pg from "pg";
-import { NOTIFY_CHANNEL } from "../store/pg";
+import { NOTIFY_CHANNEL, type Announcement } from "../store/pg";
 import type { Notifier } from "./notifier";
 
 export interface CommitListener {
@@ -18,6 +20,8 @@ const RETRY_MAX_MS = 5_000;
 
 export async function listenForCommits(
   url: string,
+  /** The origin of this instance's store (its announcements are skipped). */
+  self: string,
   notifier: Notifier,
   /** The head of a room now (for readers to re-read after a reconnect). */
   headOf: (room: string) => Promise<number | undefined>,
@@ -32,7 +36,8 @@ export async function listenForCommits(
   const onNotification = (msg: pg.Notification) => {
     if (msg.channel !== NOTIFY_CHANNEL || !msg.payload) return;
     try {
-      for (const [room, seq] of JSON.parse(msg.payload) as [string, number][]) notifier.publish(room, seq);
+      const { from, heads } = JSON.parse(msg.payload) as Announcement;
+      if (from !== self) for (const [room, seq] of heads) notifier.publish(room, seq);
     } catch {
       /* not ours */
     }

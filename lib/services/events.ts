@@ -183,16 +183,21 @@ export const txAfter = (tx: Tx, seconds: number) => new Date(Date.parse(tx.now) 
  * Readers of every room it appended to are woken once it has committed (the store's onCommit).
  */
 export async function write<T>(svc: Services, rooms: readonly string[], fn: (tx: Tx) => Promise<T>, options?: WriteOptions): Promise<T> {
+  // The heads of the run that committed (a transaction run again with savepoints makes new ones).
+  let heads: Map<string, PendingHead> | undefined;
   try {
     return await svc.store.write(
       rooms,
       async (w) => {
         const tx = txOn(svc, w);
+        heads = tx.heads;
         const value = await fn(tx);
         await signHeads(svc, w, tx.heads);
         return value;
       },
-      options,
+      // The committed events go to the streams' frame cache before the streams wake: they send
+      // them without reading them back.
+      { ...options, committed: () => heads && svc.frames.committed(heads) },
     );
   } finally {
     // A write may change a room row without moving its head (the arbiter's usage): read it again.

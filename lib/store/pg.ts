@@ -2,6 +2,7 @@
 // instances comes from row locks on the rooms taken in sorted order at the start of each write
 // transaction; a commit is announced to every instance by one NOTIFY (lib/realtime/pg-listen.ts).
 import path from "node:path";
+import { randomUUID } from "node:crypto";
 import { PROJECT_ROOT } from "../paths";
 // The driver is loaded when a PostgreSQL store opens (import() below): a server on SQLite never
 // holds it in memory.
@@ -19,6 +20,14 @@ const MIGRATION_LOCK = 7_201_126;
 export const NOTIFY_CHANNEL = "parley_commits";
 /** NOTIFY payloads are limited to 8000 bytes; a batch over many rooms is announced in chunks. */
 const NOTIFY_CHUNK = 100;
+/**
+ * One NOTIFY payload: the store that committed (its instance wakes its own readers at commit and
+ * skips its own announcements) and the rooms' new heads.
+ */
+export interface Announcement {
+  from: string;
+  heads: [room: string, seq: number][];
+}
 
 // Column lists, read back under the names the row types use.
 const EVENT_COLS = `room, seq, ts, type, actor, payload, server, prev, sig, leaf_hash AS "leafHash", checkpoint`;
@@ -641,7 +650,7 @@ export interface PgStoreOptions {
 }
 
 /** Connects, applies the committed migrations (once, under an advisory lock) and returns the store. */
-export async function openPgStore(url: string, options: PgStoreOptions = {}): Promise<Store & { pool: pg.Pool; url: string }> {
+export async function openPgStore(url: string, options: PgStoreOptions = {}): Promise<Store & { pool: pg.Pool; url: string; origin: string }> {
   const { default: driver } = await import("pg");
   const pool = new driver.Pool({ connectionString: url, max: options.maxConnections ?? 10, connectionTimeoutMillis: 5_000 });
   // An idle client that loses its connection (the database restarted) is dropped by the pool; the
@@ -649,6 +658,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   pool.on("error", () => {});
   await migrateOnce(pool);
   const commitListeners: ((heads: ReadonlyMap<string, number>) => void)[] = [];
+  const origin = randomUUID();
   const knownAgents = new Set<string>();
   // Reads outside a transaction take any pooled connection; a lost database answers 503.
   const pooled = { query: (config: pg.QueryConfig) => guarded(() => pool.query(config)) } as unknown as Queryable;
@@ -671,13 +681,14 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
       // The held rows and the announcement (NOTIFY payloads are limited to 8000 bytes: in chunks).
       const announced = [...heads];
       const chunks: string[] = [];
-      for (let i = 0; i < announced.length; i += NOTIFY_CHUNK) chunks.push(JSON.stringify(announced.slice(i, i + NOTIFY_CHUNK)));
+      for (let i = 0; i < announced.length; i += NOTIFY_CHUNK) chunks.push(JSON.stringify({ from: origin, heads: announced.slice(i, i + NOTIFY_CHUNK) } satisfies Announcement));
       if (state.aborted === undefined) await writer.flushHeld(chunks);
       // A statement failed outside any savepoint: PostgreSQL has aborted the transaction.
       if (state.aborted !== undefined) throw state.aborted;
       await client.query("COMMIT");
       if (knownAgents.size + state.agents.length > KNOWN_AGENTS_MAX) knownAgents.clear();
       for (const key of state.agents) knownAgents.add(key);
+      options.committed?.();
       if (heads.size > 0) for (const listener of commitListeners) listener(heads);
       return value;
     } catch (err) {
@@ -714,6 +725,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     },
     pool,
     url,
+    origin,
     write,
     limits: {
       async takeToken(key, capacity, windowMs, nowMs) {

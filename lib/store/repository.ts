@@ -314,6 +314,11 @@ export interface WriteOptions {
    * throws before writing (a failed check: the common case) costs nothing.
    */
   optimistic?: boolean;
+  /**
+   * Runs once the transaction has committed, before the commit's readers are woken (the
+   * listeners of onCommit): what it hands on from the transaction is then there when they read.
+   */
+  committed?: () => void;
 }
 
 /** The transaction was abandoned, nothing of it written: run it again with savepoints. */

@@ -15,7 +15,7 @@ import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { and, asc, count, desc, eq, gt, isNull, lte, ne, sql } from "drizzle-orm";
 import * as schema from "./schema";
-import type { DeliveryRow, DeliveryStatus, EventRow, Heads, MessageRow, RoomListQuery, RoomRow, Store, StoreReader, StoreWriter } from "./repository";
+import type { DeliveryRow, DeliveryStatus, EventRow, Heads, MessageRow, RoomListQuery, RoomRow, Store, StoreReader, StoreWriter, WriteOptions } from "./repository";
 import { MemoryBuckets } from "./memory-limits";
 import { adminReaderOn, adminWriterOn } from "./admin-sqlite";
 import * as rows from "./rows";
@@ -469,7 +469,7 @@ export function openSqliteStore(dataDir: string): Store {
   // (busy_timeout) instead of failing at commit.
   const begin = writeConn.prepare("BEGIN IMMEDIATE");
   const commit = writeConn.prepare("COMMIT");
-  function write<T>(_rooms: readonly string[], fn: (tx: StoreWriter) => Promise<T>): Promise<T> {
+  function write<T>(_rooms: readonly string[], fn: (tx: StoreWriter) => Promise<T>, options: WriteOptions = {}): Promise<T> {
     const run = async (): Promise<T> => {
       heads.clear();
       begin.run();
@@ -486,6 +486,7 @@ export function openSqliteStore(dataDir: string): Store {
       }
       const committed = new Map(heads);
       heads.clear();
+      options.committed?.();
       if (committed.size > 0) for (const listener of commitListeners) listener(committed);
       return value;
     };

@@ -17,14 +17,18 @@ const caller = (f: TestApi) => ({ ip: "local", origin: f.url });
 const ids = (events: SseEvent[]) => events.map((e) => Number(e.id));
 const upTo = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 
-/** Counts the store's event reads of one room. */
+/** Counts the store's event reads of one room, and the events they gave. */
 function countReads(f: TestApi, room: string) {
   const store = f.server.svc.store;
   const listEvents = store.listEvents;
-  const counter = { reads: 0, restore: () => void (store.listEvents = listEvents) };
-  store.listEvents = (id, since, limit) => {
-    if (id === room) counter.reads++;
-    return listEvents(id, since, limit);
+  const counter = { reads: 0, events: 0, restore: () => void (store.listEvents = listEvents) };
+  store.listEvents = async (id, since, limit) => {
+    const rows = await listEvents(id, since, limit);
+    if (id === room) {
+      counter.reads++;
+      counter.events += rows.length;
+    }
+    return rows;
   };
   return counter;
 }
@@ -79,6 +83,36 @@ describe("one room, many streams", () => {
     assert.deepEqual(JSON.parse(streams[19]!.events[10]!.data).payload, { text: "post 9" });
     await Promise.all(streams.map((s) => s.close()));
     await waitUntil("the room's feed being dropped with its last stream", () => feedCount(f.server.svc) === 0);
+  });
+
+  test("a commit's events reach the live streams from the commit itself: no store read, the same frames the store gives back", async () => {
+    const room = (await f.api.room()).uuid;
+    const counter = countReads(f, room);
+    const live = await openSse(`${f.url}/api/rooms/${room}/events`);
+    try {
+      await live.waitFor(1);
+      // Its catch-up: the room's event, then a read that finds nothing more (it joins the feed).
+      await waitUntil("the stream caught up", () => counter.reads >= 2);
+      counter.events = 0;
+      const first = await f.api.say(room, "ann", "hello @ben, a line\u2028separator and a DEL \u007f");
+      assert.equal(first.status, 201);
+      await live.waitFor(2);
+      assert.equal((await f.api.say(room, "ben", "a reply ✓", { reply_to: first.body.id })).status, 201);
+      assert.equal((await f.api.say(room, "ann", "third")).status, 201);
+      await live.waitFor(4);
+      assert.equal(counter.events, 0, "the live stream read no event back from the store");
+      // The same events read from the store (the room's frames forgotten): byte for byte the same.
+      f.server.svc.frames.forget(room);
+      const fresh = await openSse(`${f.url}/api/rooms/${room}/events?since=0`);
+      await fresh.waitFor(4);
+      assert.ok(counter.events >= 4, "the fresh stream read the room's events from the store");
+      assert.deepEqual(fresh.events, live.events);
+      assert.deepEqual(JSON.parse(live.events[2]!.data).message.reply_to, first.body.id);
+      await fresh.close();
+    } finally {
+      counter.restore();
+      await live.close();
+    }
   });
 
   test("long-polls woken by one post share its page: one message read per cursor, and the next post is read afresh", async () => {

@@ -106,7 +106,7 @@ test("one read per head move for every live stream; a repeated wake-up reads not
   const watches = sinks.map((s) => watchRoom(svc, ROOM, 0, s, opts));
   for (let i = 0; i < 3; i++) (await nextRead(reads)).answer([]); // each joins at 0
   svc.notifier.publish(ROOM, 1);
-  svc.notifier.publish(ROOM, 1); // the same head again (PostgreSQL's NOTIFY after the local commit)
+  svc.notifier.publish(ROOM, 1); // the same head again (a reconnected LISTEN's re-read)
   (await nextRead(reads)).answer([frame(1)]);
   await settle();
   assert.equal(reads.length, 0, "one read served all three streams");
