@@ -16,7 +16,7 @@ import { postMessage } from "../../lib/services/messages";
 import { createRoom } from "../../lib/services/rooms";
 import { launchChromium } from "../helpers/browser";
 import { inProcessPgServices, inProcessServices, rssMb, startServerChild, type ServerChild } from "./common";
-import { DURATION, describe, measure, num, type LoadResult, type Req } from "./load";
+import { DURATION, describe, measure, num, rateText, type LoadResult, type Req } from "./load";
 
 export type Report = (name: string, value: string) => void;
 export type Backend = "sqlite" | "postgres";
@@ -269,9 +269,14 @@ export async function browserVerify(base: string, room: string): Promise<{ ms: n
   }
 }
 
+/** The rate figures, each measured between two runs of the trivial Hono ceiling (`beside`). */
+export type RateFigure = "trivialRoute" | "idle" | "page" | "post" | "signed";
+
 /** What one backend measured; a part not run stays undefined. */
 export interface CoreFigures {
   trivialRoute?: LoadResult;
+  /** The trivial Hono route measured just before and just after each rate figure. */
+  beside?: Partial<Record<RateFigure, [before: LoadResult, after: LoadResult]>>;
   rssIdle?: number;
   rssSse?: number;
   /** The server's RSS just before the streams opened (after the loads before them). */
@@ -310,6 +315,8 @@ export async function coreFigures(opts: {
   report: Report;
   localServices: () => Promise<LocalServices>;
   secondInstance?: boolean;
+  /** Measures the trivial Hono ceiling now: run before and after each rate figure. */
+  ceiling?: () => Promise<LoadResult>;
 }): Promise<CoreFigures> {
   const { wants, report, env } = opts;
   const label = opts.backend === "sqlite" ? "SQLite" : "PostgreSQL";
@@ -325,11 +332,28 @@ export async function coreFigures(opts: {
     const rooms: string[] = [];
     for (let i = 0; i < 50; i++) rooms.push(await newRoom(base));
 
+    // The ceiling beside each rate figure, just before and just after it: on these shared machines
+    // the ceiling has moved 2× within minutes, so a ratio to one measured at the start of the run
+    // says as much about the drift as about the server.
+    let before = opts.ceiling && (await opts.ceiling());
+    const rate = async (key: RateFigure, name: string, load: () => Promise<LoadResult>) => {
+      const r = await load();
+      logLoad(report, name, r);
+      if (opts.ceiling && before) {
+        const after = await opts.ceiling();
+        (f.beside ??= {})[key] = [before, after];
+        report("  the trivial Hono ceiling just before and after it", `${rateText(before)} · then ${rateText(after)}`);
+        before = after;
+      }
+      return r;
+    };
+
     if (wants("ceiling")) {
       // The server's own floor: a route that does nothing (the server key), through everything in
       // front of the routes (server.ts, the adapter, the middleware).
-      f.trivialRoute = await measure({ base, pid, connections: 64, requests: [{ method: "GET", path: "/api/server-key" }], route: "GET /api/server-key" });
-      logLoad(report, `${label}: GET /api/server-key (a route that does nothing), 64 connections`, f.trivialRoute);
+      f.trivialRoute = await rate("trivialRoute", `${label}: GET /api/server-key (a route that does nothing), 64 connections`, () =>
+        measure({ base, pid, connections: 64, requests: [{ method: "GET", path: "/api/server-key" }], route: "GET /api/server-key" }),
+      );
     }
 
     // The read loads before the write loads: what the posts leave behind (PostgreSQL's checkpoint
@@ -337,8 +361,9 @@ export async function coreFigures(opts: {
     if (wants("idle")) {
       const quiet = await newRoom(base);
       const last = (await json(base, "POST", `/api/rooms/${quiet}/messages`, { agent_id: "a", text: "only" })).id as number;
-      f.idle = await measure({ base, pid, connections: 64, requests: [{ method: "GET", path: `/api/rooms/${quiet}/messages?since=${last}` }], route: READ_ROUTE });
-      logLoad(report, `${label}: Idle poll (since = last), 64 connections`, f.idle);
+      f.idle = await rate("idle", `${label}: Idle poll (since = last), 64 connections`, () =>
+        measure({ base, pid, connections: 64, requests: [{ method: "GET", path: `/api/rooms/${quiet}/messages?since=${last}` }], route: READ_ROUTE }),
+      );
     }
 
     let pageRoom: string | undefined;
@@ -349,24 +374,23 @@ export async function coreFigures(opts: {
     if (wants("page")) {
       // The ten pages of 100 messages of that room, in turn.
       const pages: Req[] = Array.from({ length: 10 }, (_, k) => ({ method: "GET", path: `/api/rooms/${pageRoom}/messages?since=${k * 100}&limit=100` }));
-      f.page = await measure({ base, pid, connections: 64, requests: pages, route: READ_ROUTE });
-      logLoad(report, `${label}: GET a page of 100 messages, 64 connections`, f.page);
+      f.page = await rate("page", `${label}: GET a page of 100 messages, 64 connections`, () => measure({ base, pid, connections: 64, requests: pages, route: READ_ROUTE }));
     }
 
     if (wants("post")) {
-      f.post = await measure({ base, pid, connections: 64, requests: postRequests(rooms), route: POST_ROUTE });
-      logLoad(report, `${label}: POST message, 64 connections, 50 rooms`, f.post);
+      f.post = await rate("post", `${label}: POST message, 64 connections, 50 rooms`, () => measure({ base, pid, connections: 64, requests: postRequests(rooms), route: POST_ROUTE }));
     }
 
     if (wants("signed")) {
       // Nonces are one-time: wrk gets bodies of its own, signed after autocannon's run for about twice its count.
       const acCount = 20_000;
       const warmup = signedRequests(rooms, 10_000, acCount);
-      f.signed = await measure(
-        { base, pid, connections: 64, requests: signedRequests(rooms, acCount), warmup, route: POST_ROUTE },
-        (ac) => ({ requests: signedRequests(rooms, Math.ceil(ac.rate * DURATION * 2.5) + 2_000, acCount + warmup.length) }),
+      f.signed = await rate("signed", `${label}: POST agent-signed message, 64 connections, 50 rooms`, () =>
+        measure(
+          { base, pid, connections: 64, requests: signedRequests(rooms, acCount), warmup, route: POST_ROUTE },
+          (ac) => ({ requests: signedRequests(rooms, Math.ceil(ac.rate * DURATION * 2.5) + 2_000, acCount + warmup.length) }),
+        ),
       );
-      logLoad(report, `${label}: POST agent-signed message, 64 connections, 50 rooms`, f.signed);
     }
 
     if (wants("watcher")) {

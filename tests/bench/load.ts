@@ -99,6 +99,9 @@ export interface LoadResult {
   wrkCpu?: Cpu;
 }
 
+/** "wrk 1,234/s · autocannon 1,100/s" */
+export const rateText = (r: LoadResult) => `${r.wrk ? `wrk ${num(r.wrk.rate)}/s · ` : ""}autocannon ${num(r.ac.rate)}/s`;
+
 export const num = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString("en", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "—");
 const ms = (x: number) => (x >= 100 ? num(x) : x >= 10 ? num(x, 1) : num(x, 2));
 
