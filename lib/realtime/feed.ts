@@ -88,13 +88,19 @@ export class FrameCache {
   /**
    * A commit's events, from the commit itself (called once it has committed, before its readers
    * wake): the rooms being read now (cached, with someone waiting on them) get their frames here,
-   * so their streams send them without a store read.
+   * so their streams send them without a store read. It never throws: the write has committed,
+   * and a room whose frames could not be made here is forgotten (its streams read it back).
    */
   committed(heads: ReadonlyMap<string, { rows: readonly EventRow[] }>): void {
     for (const [room, { rows }] of heads) {
       if (!this.rooms.has(room) || !this.svc.notifier.listening(room)) continue;
-      for (const row of rows) this.remember(room, toFrame(row));
-      if (rows.length > 0 && this.rooms.has(room)) this.committedHeads.set(room, rows.at(-1)!.seq);
+      try {
+        for (const row of rows) this.remember(room, toFrame(row));
+        if (rows.length > 0 && this.rooms.has(room)) this.committedHeads.set(room, rows.at(-1)!.seq);
+      } catch (err) {
+        this.forget(room);
+        console.error("parley: the frames of a commit could not be cached; its streams read it back:", err);
+      }
     }
   }
 

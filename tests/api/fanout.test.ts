@@ -115,6 +115,30 @@ describe("one room, many streams", () => {
     }
   });
 
+  test("a commit whose frames cannot be made here does not fail: the room is forgotten and its stream reads the events back", async () => {
+    const room = (await f.api.room()).uuid;
+    const live = await openSse(`${f.url}/api/rooms/${room}/events`);
+    let counter: ReturnType<typeof countReads> | undefined;
+    try {
+      await live.waitFor(1);
+      assert.equal((await f.api.say(room, "ann", "first")).status, 201);
+      await live.waitFor(2);
+      // A row the frame cannot be made of (its payload is not JSON), as a commit would hand it on.
+      const bad = { room, seq: 99, ts: new Date().toISOString(), type: "message.posted", actor: "ann", payload: "{not json", server: "{}", prev: "", sig: null, leafHash: "", checkpoint: "" };
+      assert.doesNotThrow(() => f.server.svc.frames.committed(new Map([[room, { rows: [bad] }]])));
+      // The room's frames forgotten, the stream goes on from the store: the next post is read
+      // back, and arrives with nothing missing or doubled.
+      counter = countReads(f, room);
+      assert.equal((await f.api.say(room, "ben", "second")).status, 201);
+      await live.waitFor(3);
+      assert.deepEqual(ids(live.events), [1, 2, 3]);
+      assert.ok(counter.events >= 1, "the stream read the post back from the store");
+    } finally {
+      counter?.restore();
+      await live.close();
+    }
+  });
+
   test("long-polls woken by one post share its page: one message read per cursor, and the next post is read afresh", async () => {
     const room = (await f.api.room()).uuid;
     await f.api.say(room, "ann", "before");
