@@ -26,6 +26,7 @@ import { PROJECT_ROOT } from "./lib/paths";
 import { listenForCommits } from "./lib/realtime/pg-listen";
 import { webhookAppendHook } from "./lib/webhooks/outbox";
 import { deliverDue, pruneDeliveries, sweepNearExpiry } from "./lib/webhooks/worker";
+import * as pageContexts from "./lib/page-contexts";
 
 const API_PATHS = /^\/(api(\/|$)|admin(\/|$)|mcp(\/|$)|a2a(\/|$)|skill(\/|$)|parley-skill\.tar\.gz$|health$|metrics$|openapi\.json$|docs$|agents\.md$|llms\.txt$|\.well-known\/)/;
 
@@ -227,6 +228,8 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
 
   let pages: ((req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>) | undefined;
   if (options.pages !== false) {
+    // Before Next.js loads: its AsyncLocalStorage instances are then tracked (lib/page-contexts.ts).
+    pageContexts.install();
     const { default: next } = await import("next");
     const nextApp = next({ dev: false, dir: PROJECT_ROOT, quiet: options.quiet });
     await nextApp.prepare();
@@ -297,6 +300,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     // Next reads the nonce from the request's CSP header and puts it on its own scripts.
     req.headers["content-security-policy"] = headers["Content-Security-Policy"];
     for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    pageContexts.answeringPage(res);
     void pages!(req, res);
   }
 
