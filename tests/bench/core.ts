@@ -331,10 +331,10 @@ export async function coreFigures(opts: {
 
     const rooms: string[] = [];
     for (let i = 0; i < 50; i++) rooms.push(await newRoom(base));
-    // A page first, as a server in use has served: Next.js's first render turns on
-    // AsyncLocalStorage, and on Node 20 its promise hooks then stay on for every promise of the
-    // process (the API's too). Measured without it, the rates were those of a server nobody had
-    // opened a page on (docs/BENCHMARKS.md, ninth round).
+    // A page first, as a server in use has served: Next.js renders inside AsyncLocalStorage, whose
+    // async hooks (Node 20) slow every promise of the process until lib/page-contexts.ts turns
+    // them off again. Without it, the rates were those of a server nobody had opened a page on
+    // (docs/BENCHMARKS.md, ninth round).
     const home = await fetch(`${base}/`, { headers: { accept: "text/html" } });
     await home.text();
     if (!home.ok) throw new Error(`GET / answered ${home.status}`);
