@@ -112,9 +112,9 @@ export function rows(c: Ceilings): Row[] {
     return pair ? meanCeiling(...pair) : hono;
   };
   const rateRatio = (f: BackendFigures, key: RateFigure) => {
-    const r = ratios(f[key], besideOf(f, key));
-    const pair = f.beside?.[key];
-    return r && pair ? `${r.text} (beside it: ${rateText(meanCeiling(...pair))})` : r?.text;
+    const ceiling = besideOf(f, key);
+    const r = ratios(f[key], ceiling);
+    return r && f.beside?.[key] ? `${r.text} (beside it: ${rateText(ceiling!)})` : r?.text;
   };
   const besideCeiling = `trivial Hono, the mean of its runs just before and after each figure (in the ratio cell); the run's: ${hono ? rateText(hono) : "—"}`;
   const rateRow = (figure: string, key: RateFigure, share: number, extra?: string, judgeMore?: Judge): Row => ({
