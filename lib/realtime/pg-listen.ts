@@ -5,6 +5,8 @@
 // backoff and wakes every waiting reader to re-read, which covers what it missed meanwhile. An
 // instance skips its own announcements: its store wakes its readers at commit (onCommit), with the
 // commit's frames already cached, and the NOTIFY can arrive before the COMMIT's reply does.
+// During a rolling deploy, instances of the release before the origin was added announce a bare
+// array of heads; those are heard too (never their own: they carry no origin).
 import type pg from "pg";
 import { NOTIFY_CHANNEL, type Announcement } from "../store/pg";
 import type { Notifier } from "./notifier";
@@ -13,6 +15,25 @@ export interface CommitListener {
   /** Whether the LISTEN connection is up. */
   readonly connected: boolean;
   close(): Promise<void>;
+}
+
+/**
+ * A NOTIFY payload as an announcement: `{from, heads}`, or the bare `[[room, seq]…]` of an older
+ * release (no origin); undefined for anything else on the channel (nothing is published from it).
+ */
+export function parseAnnouncement(payload: string): { from?: string; heads: Announcement["heads"] } | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(payload);
+  } catch {
+    return undefined;
+  }
+  const isHeads = (v: unknown): v is Announcement["heads"] =>
+    Array.isArray(v) && v.every((h) => Array.isArray(h) && h.length === 2 && typeof h[0] === "string" && Number.isSafeInteger(h[1]) && h[1] >= 0);
+  if (isHeads(parsed)) return { heads: parsed };
+  if (typeof parsed !== "object" || parsed === null) return undefined;
+  const { from, heads } = parsed as Partial<Announcement>;
+  return typeof from === "string" && isHeads(heads) ? { from, heads } : undefined;
 }
 
 const RETRY_MIN_MS = 100;
@@ -35,12 +56,8 @@ export async function listenForCommits(
 
   const onNotification = (msg: pg.Notification) => {
     if (msg.channel !== NOTIFY_CHANNEL || !msg.payload) return;
-    try {
-      const { from, heads } = JSON.parse(msg.payload) as Announcement;
-      if (from !== self) for (const [room, seq] of heads) notifier.publish(room, seq);
-    } catch {
-      /* not ours */
-    }
+    const announced = parseAnnouncement(msg.payload);
+    if (announced && announced.from !== self) for (const [room, seq] of announced.heads) notifier.publish(room, seq);
   };
 
   const rereadAll = async () => {
