@@ -1,6 +1,7 @@
 import type { Config } from "../config";
 import type { Caches, RoomRows } from "./cache";
 import type { FrameCache } from "../realtime/feed";
+import type { LastCommits } from "../realtime/last-commits";
 import type { Notifier } from "../realtime/notifier";
 import type { LogEvent } from "../log/event";
 import type { RoomRow, Store, StoreWriter } from "../store/types";
@@ -21,6 +22,8 @@ export interface Services {
   notifier: Notifier;
   limiter: RateLimiter;
   frames: FrameCache;
+  /** The events of each waited-on room's last commit here, for the long-polls it wakes. */
+  lastCommits: LastCommits;
   /** Host part of checkpoint origins. */
   originHost: string;
   /** Writes waiting for the next group commit (lib/services/events.ts). */

@@ -195,9 +195,16 @@ export async function write<T>(svc: Services, rooms: readonly string[], fn: (tx:
         await signHeads(svc, w, tx.heads);
         return value;
       },
-      // The committed events go to the streams' frame cache before the streams wake: they send
-      // them without reading them back.
-      { ...options, committed: () => heads && svc.frames.committed(heads) },
+      // The committed events go to the streams' frame cache and to the long-polls' last commits
+      // before their readers wake: they answer without reading them back.
+      {
+        ...options,
+        committed: () => {
+          if (!heads) return;
+          svc.frames.committed(heads);
+          svc.lastCommits.committed(heads);
+        },
+      },
     );
   } finally {
     // A write may change a room row without moving its head (the arbiter's usage): read it again.

@@ -4,6 +4,7 @@ import { checkpointHost, type Config } from "../config";
 import { utf8 } from "../log/bytes";
 import { Caches, RoomRows } from "./cache";
 import { FrameCache } from "../realtime/feed";
+import { LastCommits } from "../realtime/last-commits";
 import { Notifier } from "../realtime/notifier";
 import type { Store } from "../store/types";
 import { systemClock, type Clock, type Services } from "./context";
@@ -24,8 +25,9 @@ export function createServices(config: Config, store: Store, key: ServerKey, clo
     leaseSecret: Buffer.from(key.sign(utf8("parley turn lease tokens v1"))),
     instanceId: `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString("hex")}`,
     appendHooks: [],
-  } as Omit<Services, "frames"> as Services;
+  } as Omit<Services, "frames" | "lastCommits"> as Services;
   svc.frames = new FrameCache(svc);
+  svc.lastCommits = new LastCommits(svc.notifier);
   // Readers of a room wake when a commit moved its head (this instance's; other instances' arrive
   // through LISTEN, lib/realtime/pg-listen.ts).
   svc.notifier.subscribeAll((room, seq) => svc.roomRows.headMoved(room, seq));

@@ -1,12 +1,11 @@
 import { ParleyError } from "../errors";
-import type { Message } from "../domain/message";
+import { messageFromEvent, type Message } from "../domain/message";
 import { agentKey, sameAgent } from "../domain/names";
 import { publicTurn, type Turn, type TurnState } from "../domain/turns";
 import type { EventSig } from "../log/event";
 import type { PostMessageInput, ReadMessagesInput } from "../schemas/messages";
-import { messageFromRow } from "../store/rows";
-import type { MessageRow } from "../store/repository";
-import type { RoomRow } from "../store/types";
+import { eventFromRow, messageFromRow } from "../store/rows";
+import type { EventRow, RoomRow } from "../store/types";
 import { isoNow, type Caller, type Services } from "./context";
 import { appendEvent, queuedWrite, type Receipt, type Tx } from "./events";
 import { parseRoomId, requireOpenRoom, requireRoom, requireTurnToPost } from "./access";
@@ -105,14 +104,14 @@ export async function readMessages(svc: Services, rawRoomId: string, query: Read
     const woke = await svc.notifier.waitFor(room.uuid, Math.max(since, room.headSize), async () => (await svc.roomRows.get(room.uuid))?.headSize ?? 0, query.wait * 1000, signal);
     if (woke) return wokenPage(svc, room.uuid, since, query.limit);
   }
-  return pageOf(rows, query.limit, since);
+  return pageOf(rows.map(messageFromRow), query.limit, since);
 }
 
-function pageOf(rows: MessageRow[], limit: number, since: number): MessagePage {
-  const hasMore = rows.length > limit;
-  if (hasMore) rows = rows.slice(0, limit);
+function pageOf(messages: Message[], limit: number, since: number): MessagePage {
+  const hasMore = messages.length > limit;
+  if (hasMore) messages = messages.slice(0, limit);
   // next_since: the last message returned, else the cursor the caller gave (never backwards).
-  return { messages: rows.map(messageFromRow), has_more: hasMore, next_since: rows.at(-1)?.seq ?? since };
+  return { messages, has_more: hasMore, next_since: messages.at(-1)?.id ?? since };
 }
 
 /**
@@ -129,8 +128,17 @@ function wokenPage(svc: Services, room: string, since: number, limit: number): P
   }
   const key = `${room} ${since} ${limit}`;
   let page = pass.get(key);
-  if (!page) pass.set(key, (page = svc.store.listMessages(room, since, limit + 1).then((rows) => Object.freeze(pageOf(rows, limit, since)))));
+  if (!page) {
+    const committed = svc.lastCommits.after(room, since);
+    const read = committed ? Promise.resolve(committedMessages(committed)) : svc.store.listMessages(room, since, limit + 1).then((rows) => rows.map(messageFromRow));
+    pass.set(key, (page = read.then((messages) => Object.freeze(pageOf(messages, limit, since)))));
+  }
   return page;
+}
+
+/** The messages among a commit's events (as listMessages reads them back once they are stored). */
+function committedMessages(events: readonly EventRow[]): Message[] {
+  return events.filter((row) => row.type === "message.posted").map((row) => messageFromEvent(eventFromRow(row), row.leafHash));
 }
 const wokenPages = new WeakMap<Services, Map<string, Promise<MessagePage>>>();
 /** The JSON of a page shared by several answers, made once. */

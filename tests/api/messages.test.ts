@@ -8,6 +8,7 @@ import { base64ToBytes, bytesToHex, hexToBytes, utf8 } from "../../lib/log/bytes
 import { rootOf } from "../../lib/log/merkle";
 import { parseCheckpoint, verifyCheckpoint } from "../../lib/log/checkpoint";
 import { nobleVerify } from "../../lib/log/ed25519";
+import { testAgent } from "../helpers/agent";
 
 const CAP = 100;
 let f: TestApi;
@@ -193,6 +194,41 @@ describe("GET /api/rooms/{id}/messages", () => {
     const r = await poll;
     assert.equal(r.status, 200);
     assert.deepEqual(r.body.messages.map((m: { text: string }) => m.text), ["wake up"]);
+  });
+
+  test("long-polls woken by a post answer from the commit, with no store read: the page a read gives afterwards", { timeout: 15_000 }, async () => {
+    const own = (await f.api.room()).uuid;
+    assert.equal((await f.api.say(own, "ann", "first")).status, 201);
+    const head = (await f.api.get(`/api/rooms/${own}/messages?tail=1`)).body.next_since as number;
+    const store = f.server.svc.store;
+    const listMessages = store.listMessages;
+    let reads = 0;
+    store.listMessages = async (room, since, limit) => {
+      if (room === own) reads++;
+      return listMessages.call(store, room, since, limit);
+    };
+    try {
+      const idle = f.server.svc.notifier.streamCount;
+      const polls = Array.from({ length: 5 }, () => f.api.get(`/api/rooms/${own}/messages?since=${head}&wait=30&limit=2`));
+      await waitUntil("the long-polls being parked", () => f.server.svc.notifier.streamCount >= idle + 5);
+      // A signed reply that mentions someone: every field a message has, from the commit.
+      const payload = { text: "@bob signed ＠ｃａｒｏｌ wake up", reply_to: head };
+      const sig = testAgent().signMessage(own, "dora", payload);
+      const posted = await f.api.say(own, "dora", payload.text, { sig, reply_to: head });
+      assert.equal(posted.status, 201);
+      const answers = await Promise.all(polls);
+      assert.equal(reads, 0, "no store read for the woken long-polls");
+      const fresh = await f.api.get(`/api/rooms/${own}/messages?since=${head}&limit=2`);
+      assert.equal(reads, 1);
+      for (const a of answers) {
+        assert.equal(a.status, 200);
+        assert.deepEqual(a.body, fresh.body, "the same page as the store's");
+      }
+      assert.equal(fresh.body.messages[0].auth, "signed");
+      assert.deepEqual(fresh.body.messages[0].mentions, ["bob", "carol"]);
+    } finally {
+      store.listMessages = listMessages;
+    }
   });
 
   test("long-poll with nothing new returns an empty page after the wait", async () => {
