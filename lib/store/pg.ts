@@ -13,6 +13,7 @@ import * as rows from "./rows";
 import { ROOM_COLS } from "./rows";
 import { ROOM_GONE } from "../realtime/notifier";
 import { adminPgReader, adminPgWriter } from "./admin-pg";
+import { pgBuckets } from "./pg-buckets";
 
 const MIGRATIONS = path.join(PROJECT_ROOT, "drizzle", "pg");
 /** The advisory lock key that serialises migrations when several instances start at once. */
@@ -727,29 +728,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     url,
     origin,
     write,
-    limits: {
-      async takeToken(key, capacity, windowMs, nowMs) {
-        const rate = capacity / windowMs;
-        // One statement, atomic under the row lock of the upsert: refill, take a token when a
-        // whole one is there, and report whether it was taken and what is left.
-        const refilled = `LEAST($2::float8, b.tokens + ($4::bigint - b.updated_ms) * $3::float8)`;
-        const r = await guarded(() =>
-          pool.query<{ taken: boolean; tokens: number }>({
-            name: "take_token",
-            text: `INSERT INTO rate_buckets AS b (key, tokens, updated_ms, taken) VALUES ($1, $2::float8 - 1, $4, true)
-                   ON CONFLICT (key) DO UPDATE SET
-                     taken = ${refilled} >= 1,
-                     tokens = ${refilled} - CASE WHEN ${refilled} >= 1 THEN 1 ELSE 0 END,
-                     updated_ms = $4
-                   RETURNING taken, tokens`,
-            values: [key, capacity, rate, nowMs],
-          }),
-        );
-        const row = r.rows[0]!;
-        return row.taken ? 0 : Math.max(1, Math.ceil((1 - row.tokens) / rate / 1000));
-      },
-      pruneBuckets: async (nowMs) => void (await guarded(() => pool.query(`DELETE FROM rate_buckets WHERE updated_ms < $1`, [nowMs - 3_600_000]))),
-    },
+    limits: pgBuckets(pool, guarded),
     jobs: {
       async leaseJob(name, holder, ttlMs, nowMs) {
         const r = await guarded(() =>

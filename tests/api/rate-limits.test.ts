@@ -55,3 +55,22 @@ test("the general request budget applies to reads", async () => {
     assert.equal(r.body.code, "rate_limited");
   });
 });
+
+test("concurrent requests of several clients over their budgets: each client gets exactly its budget, taken together", async () => {
+  await withApi({ PARLEY_RATE_REQUESTS_PER_MINUTE: "5", PARLEY_TRUST_PROXY: "1" }, async ({ api: c }) => {
+    const clients = ["10.7.0.1", "10.7.0.2", "10.7.0.3"];
+    // Six at once from each (new buckets), then three more from each (the buckets exist now).
+    for (const [round, each, budget] of [[1, 6, 5], [2, 3, 0]] as const) {
+      const answers = await Promise.all(clients.flatMap((ip) => Array.from({ length: each }, () => c.get("/health", from(ip)).then((r) => ({ ip, r })))));
+      for (const ip of clients) {
+        const mine = answers.filter((a) => a.ip === ip).map((a) => a.r);
+        assert.equal(mine.filter((r) => r.status === 200).length, budget, `round ${round}, ${ip}: ${budget} answered`);
+        for (const r of mine.filter((r) => r.status !== 200)) {
+          assert.equal(r.status, 429);
+          assert.equal(r.body.code, "rate_limited");
+          assert.ok(Number(r.headers.get("retry-after")) >= 1);
+        }
+      }
+    }
+  });
+});
