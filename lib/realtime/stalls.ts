@@ -1,4 +1,9 @@
 import type { ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+
+const CURRENT = Symbol("parley.stalls.response");
+const SINCE = Symbol("parley.stalls.since");
+type Watched = Socket & { [CURRENT]?: ServerResponse; [SINCE]?: number };
 
 /**
  * Drops streamed responses (SSE, MCP event streams, exports, streamed pages) whose client stopped
@@ -8,10 +13,16 @@ import type { ServerResponse } from "node:http";
  *
  * Only chunked bodies are watched: a body written whole (Content-Length) stays "not drained" for
  * its whole transfer, so a slow but reading client would look stalled.
+ *
+ * It follows connections, not responses: a connection is followed from its first request until it
+ * closes, and each request only marks itself as the connection's current response. Following
+ * every response (a map entry and two listeners each) cost a request that does nothing 10-20 % of
+ * its rate on a server with the pages (docs/BENCHMARKS.md, tenth round). A response queued behind
+ * another on its connection (HTTP/1.1 pipelining, which browsers and HTTP clients do not use) has
+ * no socket yet and is not followed.
  */
 export class StallWatch {
-  /** Open responses, and since when each has been waiting for "drain" (0: it is not). */
-  private readonly open = new Map<ServerResponse, number>();
+  private readonly sockets = new Set<Watched>();
   private readonly timer: NodeJS.Timeout;
   /** Responses dropped so far. */
   dropped = 0;
@@ -24,25 +35,30 @@ export class StallWatch {
     this.timer.unref();
   }
 
+  /** A request's response: its connection's current one (the connection followed from now on). */
   watch(res: ServerResponse): void {
-    this.open.set(res, 0);
-    res.on("drain", () => this.open.has(res) && this.open.set(res, 0));
-    res.once("close", () => this.open.delete(res));
-  }
-
-  /** Responses being watched now. */
-  get size(): number {
-    return this.open.size;
+    const socket = res.socket as Watched | null;
+    if (!socket) return;
+    if (socket[SINCE] === undefined) {
+      socket[SINCE] = 0;
+      this.sockets.add(socket);
+      // The response's "drain" is its socket's.
+      socket.on("drain", () => void (socket[SINCE] = 0));
+      socket.once("close", () => this.sockets.delete(socket));
+    }
+    socket[CURRENT] = res;
   }
 
   check(): void {
     const now = this.now();
-    for (const [res, since] of this.open) {
-      if (!(res.headersSent && res.chunkedEncoding && res.writableNeedDrain)) {
-        if (since) this.open.set(res, 0);
-      } else if (!since) this.open.set(res, now);
+    for (const socket of this.sockets) {
+      const res = socket[CURRENT];
+      const since = socket[SINCE] ?? 0;
+      if (!(res && res.headersSent && res.chunkedEncoding && res.writableNeedDrain)) {
+        if (since) socket[SINCE] = 0;
+      } else if (!since) socket[SINCE] = now;
       else if (now - since >= this.timeoutMs) {
-        this.open.delete(res);
+        this.sockets.delete(socket);
         this.dropped++;
         res.destroy();
       }
