@@ -16,18 +16,29 @@ import type { Tx } from "./events";
 export const LOOP_ALERT_STREAK = "loop_guard_streak";
 export const LOOP_ALERT_PAIR = "loop_guard_pair";
 
+/**
+ * The authors of a room's newest messages (the last messagesToRead), as of a head. A head's leaf
+ * names the whole log before it (each event carries the leaf before it), so a window kept under a
+ * leaf is true wherever that leaf is the head, on any instance, committed or not: a post's guard
+ * reads no rows while the room's last event is the post before it (this instance's), and a room
+ * moved by anything else, here or on another instance, has another leaf and is read again.
+ */
+const speakers = (svc: Services) => svc.caches.of<readonly Spoken[]>("loop-guard speakers", 1024);
+
 /** The counters `GET /api/rooms/{id}` shows (what the next post is judged by); null for a turns room. */
 export async function loopGuardOf(svc: Services, reader: Pick<StoreReader, "recentSpeakers">, room: RoomRow, nowMs = svc.clock.now()): Promise<LoopGuardState | null> {
   if (room.mode === "turns") return null;
   const n = messagesToRead(svc.config.loopGuard);
-  return loopGuardState(n === 0 ? [] : await reader.recentSpeakers(room.uuid, n), nowMs, svc.config.loopGuard);
+  // Not kept from here: the row may be older than the messages read after it.
+  const recent = n === 0 ? [] : (speakers(svc).peek(room.uuid, room.headLeaf) ?? (await reader.recentSpeakers(room.uuid, n)));
+  return loopGuardState(recent, nowMs, svc.config.loopGuard);
 }
 
 export interface PostGuard {
   /** 429 loop_guard when the post is refused (its alert, if any, is written in the transaction). */
   refusal: ParleyError | null;
-  /** After the message is appended: the pair rule, which alerts and never refuses. */
-  posted(): Promise<void>;
+  /** After the message (event `seq`, leaf `leaf`) is appended: the pair rule, which alerts and never refuses. */
+  posted(seq: number, leaf: string): Promise<void>;
 }
 
 const NO_GUARD: PostGuard = { refusal: null, posted: async () => {} };
@@ -40,7 +51,9 @@ export async function guardPost(svc: Services, tx: Tx, room: RoomRow, agentId: s
   const limits = svc.config.loopGuard;
   const n = messagesToRead(limits);
   if (room.mode === "turns" || n === 0) return NO_GUARD;
-  const recent: Spoken[] = await tx.recentSpeakers(room.uuid, n);
+  // In the transaction, under the room's lock, the rows read are those of the row's head.
+  const kept = speakers(svc).peek(room.uuid, room.headLeaf);
+  const recent = kept ?? speakers(svc).set(room.uuid, room.headLeaf, Object.freeze(await tx.recentSpeakers(room.uuid, n)));
   const nowMs = Date.parse(tx.now);
   const refused = streakRefusal(recent, agentId, nowMs, limits);
   if (refused) {
@@ -53,12 +66,14 @@ export async function guardPost(svc: Services, tx: Tx, room: RoomRow, agentId: s
     const detail =
       `"${agentId}" has posted ${refused.count} messages in a row and nobody else has spoken since: this room refuses more until another agent answers ` +
       `or you pause for ${refused.retryAfterS} s (Retry-After). Read the room with wait=25 for an answer instead of posting again, and do not repeat yourself.`;
-    return { refusal: new ParleyError("loop_guard", detail, { retryAfter: refused.retryAfterS }), posted: async () => {} };
+    return { refusal: new ParleyError("loop_guard", detail, { retryAfter: refused.retryAfterS }), posted: NO_GUARD.posted };
   }
   return {
     refusal: null,
-    async posted() {
-      const state = loopGuardState([...recent, { agentId, ts: tx.now }], nowMs, limits);
+    async posted(seq, leaf) {
+      const after = [...recent, { seq, agentId, ts: tx.now }];
+      speakers(svc).set(room.uuid, leaf, Object.freeze(after.slice(-n)));
+      const state = loopGuardState(after, nowMs, limits);
       if (!pairOverLimit(state)) return;
       const [a, b] = state.pair.agents;
       const subject = [agentKey(a), agentKey(b)].sort().join("\n");

@@ -53,7 +53,7 @@ export async function postMessage(svc: Services, caller: Caller, rawRoomId: stri
     if (guard.refusal) return guard.refusal;
     const sig = await checkAgentSignature(svc, tx, { room: room.uuid, type: "message.posted", actor: input.agent_id, payload, seq: room.headSize + 1, signature, verified });
     const { message, appended } = await appendMessage(svc, tx, room, input.agent_id, payload, sig);
-    await guard.posted();
+    await guard.posted(appended.event.seq, appended.leafHash);
     return { ...message, receipt: appended.receipt };
   });
   if (posted instanceof ParleyError) throw posted;
@@ -87,7 +87,11 @@ export interface MessagePage {
  */
 export async function readMessages(svc: Services, rawRoomId: string, query: ReadMessagesInput, signal?: AbortSignal): Promise<MessagePage> {
   if (query.mentioning !== undefined) return readMentioning(svc, rawRoomId, query, query.mentioning, signal);
-  const room = await requireRoom(svc, rawRoomId);
+  return readRoom(svc, await requireRoom(svc, rawRoomId), query, signal);
+}
+
+/** readMessages without `mentioning`, of a room already required. */
+async function readRoom(svc: Services, room: RoomRow, query: ReadMessagesInput, signal?: AbortSignal): Promise<MessagePage> {
   if (query.tail !== undefined) {
     const rows = await svc.store.tailMessages(room.uuid, query.tail);
     const first = rows[0]?.seq;
@@ -178,16 +182,16 @@ const fullPages = new WeakMap<Services, FullPages>();
 
 /** readMessages as the JSON the REST API answers, from the kept full pages when it is one. */
 export async function readMessagesJson(svc: Services, rawRoomId: string, query: ReadMessagesInput, signal?: AbortSignal): Promise<string> {
-  const forward = query.mentioning === undefined && query.tail === undefined;
   let key: string | undefined;
-  if (forward) {
+  let page: MessagePage;
+  if (query.mentioning === undefined && query.tail === undefined) {
     // The room's rules (unknown, expired) hold for a kept page too.
     const room = await requireRoom(svc, rawRoomId);
     key = `${room.uuid} ${query.since ?? 0} ${query.limit}`;
     const kept = fullPages.get(svc)?.get(key);
     if (kept !== undefined) return kept;
-  }
-  const page = await readMessages(svc, rawRoomId, query, signal);
+    page = await readRoom(svc, room, query, signal);
+  } else page = await readMessages(svc, rawRoomId, query, signal);
   let json = pageJson.get(page);
   if (json === undefined) pageJson.set(page, (json = JSON.stringify(page)));
   if (key !== undefined && page.has_more) {

@@ -7,6 +7,7 @@ import { ManualClock, startApi, withApi, type TestApi } from "../helpers/server"
 import { startReceiver, type Receiver } from "../helpers/webhook-receiver";
 import { waitUntil } from "../helpers/wait";
 import { connectMcp, fails, ok } from "../helpers/mcp";
+import type { StoreWriter, WriteOptions } from "../../lib/store/types";
 
 const ADMIN = "admin-token-for-loop-guard-tests";
 const admin = { authorization: `Bearer ${ADMIN}` };
@@ -178,6 +179,33 @@ describe("a pair", () => {
     assert.equal((await info(uuid)).loop_guard.pair.count, 2);
     assert.deepEqual(await loopAlerts(uuid), []);
   });
+});
+
+test("a run of posts reads the room's newest messages once: each post's guard starts from the window the last one left", async () => {
+  const store = f.server.svc.store;
+  const write = store.write;
+  let reads = 0;
+  store.write = <T>(rooms: readonly string[], fn: (w: StoreWriter) => Promise<T>, options?: WriteOptions) =>
+    write.call(store, rooms, (w) => fn(Object.assign(Object.create(w) as StoreWriter, { recentSpeakers: (room: string, limit: number) => (reads++, w.recentSpeakers(room, limit)) })), options) as Promise<T>;
+  try {
+    const { uuid } = await f.api.room();
+    const agents = ["ann", "bob", "cy", "dee"];
+    for (let i = 0; i < 12; i++) assert.equal((await say(uuid, agents[i % 4]!)).status, 201);
+    assert.equal(reads, 1, "only the first post read the room's messages");
+    for (let i = 0; i < 3; i++) assert.equal((await say(uuid, "eve")).status, 201);
+    assert.equal((await say(uuid, "eve")).status, 429, "the kept window counts a streak as the rows would");
+    assert.equal(reads, 1);
+    // Anything else that moves the head (here a task) gives the room another last leaf: the next
+    // post reads the rows again.
+    assert.equal((await f.api.post(`/api/rooms/${uuid}/tasks`, { agent_id: "fay", title: "Break the streak" })).status, 201);
+    assert.equal((await say(uuid, "eve")).status, 429, "read again: eve's streak is still there");
+    assert.equal(reads, 2);
+    assert.equal((await say(uuid, "fay")).status, 201);
+    assert.equal((await say(uuid, "eve")).status, 201, "fay spoke: the streak is over");
+    assert.equal(reads, 2);
+  } finally {
+    store.write = write;
+  }
 });
 
 test("0 turns each rule off", async () => {

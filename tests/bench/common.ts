@@ -23,10 +23,18 @@ export { freePort };
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
 /**
- * No rate limits, rooms that hold far more messages than a run posts to one of them, and no cap on
- * one client's streams (the delivery run opens 1,000 from one address; slow-clients.ts sets its own).
+ * No rate limits (they exist to refuse a load generator), rooms that hold far more messages than a
+ * run posts to one of them, and no cap on one client's streams (the delivery run opens 1,000 from
+ * one address; slow-clients.ts sets its own). The loop guard stays on at its defaults, as a user
+ * runs it: every post pays for it, and the bench's posts take turns among several agents, so none
+ * is refused.
  */
-export const BENCH_LIMITS = { ...NO_LIMITS, PARLEY_ROOM_MESSAGE_CAP: "1000000", PARLEY_MAX_STREAMS_PER_CLIENT: "0", PARLEY_MAX_CONCURRENT_EXPORTS: "0" };
+export const BENCH_LIMITS = {
+  ...Object.fromEntries(Object.entries(NO_LIMITS).filter(([name]) => !name.startsWith("PARLEY_LOOP_GUARD_"))),
+  PARLEY_ROOM_MESSAGE_CAP: "1000000",
+  PARLEY_MAX_STREAMS_PER_CLIENT: "0",
+  PARLEY_MAX_CONCURRENT_EXPORTS: "0",
+};
 
 /** Resident memory of a process (Linux /proc), in MB. */
 export function rssMb(pid: number): number {

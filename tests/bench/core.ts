@@ -37,9 +37,15 @@ export const headOf = async (base: string, room: string) => (await json(base, "G
 const POST_ROUTE = "POST /api/rooms/:id/messages";
 const READ_ROUTE = "GET /api/rooms/:id/messages";
 
+/**
+ * The author of the `i`th post cycling over `rooms` rooms: each room hears its seven agents in turn,
+ * so the loop guard (on, as by default) never finds a streak or a pair alone.
+ */
+const author = (i: number, rooms: number) => Math.floor(i / rooms) % 7;
+
 /** Message posts cycling over `rooms` (plain JSON, no signature). */
 export function postRequests(rooms: string[], count = 5_000, text = (i: number) => `benchmark message ${i} with a little text in it`): Req[] {
-  return Array.from({ length: count }, (_, i) => ({ method: "POST", path: `/api/rooms/${rooms[i % rooms.length]}/messages`, body: JSON.stringify({ agent_id: `agent-${i % 7}`, text: text(i) }) }));
+  return Array.from({ length: count }, (_, i) => ({ method: "POST", path: `/api/rooms/${rooms[i % rooms.length]}/messages`, body: JSON.stringify({ agent_id: `agent-${author(i, rooms.length)}`, text: text(i) }) }));
 }
 
 /**
@@ -58,7 +64,7 @@ export function signedRequests(rooms: string[], count: number, from = 0): Req[] 
   return Array.from({ length: count }, (_, k) => {
     const i = from + k;
     const room = rooms[i % rooms.length]!;
-    const agent = i % 7;
+    const agent = author(i, rooms.length);
     const text = `signed benchmark message ${i}`;
     const sig = signAgentWrite(keys[agent]!, { room, type: "message.posted", actor: `signer-${agent}`, payload: { text }, ts: new Date().toISOString(), nonce: crypto.randomBytes(12).toString("hex") });
     return { method: "POST" as const, path: `/api/rooms/${room}/messages`, body: JSON.stringify({ agent_id: `signer-${agent}`, text, sig }) };
@@ -86,7 +92,7 @@ export async function inProcessAppendRate(inFlight: number, open: () => Promise<
     const worker = async () => {
       while (performance.now() < end) {
         const i = next++;
-        await postMessage(svc, caller, rooms[i % 50]!, { agent_id: `agent-${i % 7}`, text: `benchmark message ${i} with a little text in it` });
+        await postMessage(svc, caller, rooms[i % 50]!, { agent_id: `agent-${author(i, 50)}`, text: `benchmark message ${i} with a little text in it` });
         done++;
       }
     };
@@ -166,13 +172,13 @@ export async function delivery(opts: { postBase: string; watchBase: string; sse:
     // 1,000 freshly opened streams take two to four times a later one (fresh sockets, and the
     // reader's and the writer's code not yet compiled). The readers only count "delivery N".
     for (let i = 0; i < DELIVERY_WARMUP_ROUNDS; i++) {
-      await json(opts.postBase, "POST", `/api/rooms/${room}/messages`, { agent_id: "speaker", text: `warm-up ${i}` });
+      await json(opts.postBase, "POST", `/api/rooms/${room}/messages`, { agent_id: `speaker-${i % 3}`, text: `warm-up ${i}` });
       await sleep(opts.gapMs ?? 150);
     }
     const sentAt: number[] = [];
     for (let i = 0; i < rounds; i++) {
       sentAt[i] = clock();
-      await json(opts.postBase, "POST", `/api/rooms/${room}/messages`, { agent_id: "speaker", text: `delivery ${i}` });
+      await json(opts.postBase, "POST", `/api/rooms/${room}/messages`, { agent_id: `speaker-${i % 3}`, text: `delivery ${i}` });
       await sleep(opts.gapMs ?? 150);
     }
     child.send({ stop: true, rounds });

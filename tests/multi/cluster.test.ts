@@ -195,6 +195,25 @@ describe("three instances on one database", () => {
     }
   });
 
+  test("the loop guard counts a streak made over two instances: each judges by the room's last event, not by what it saw itself", async () => {
+    const guarded = await startCluster(await testDatabase(), 2, { PARLEY_LOOP_GUARD_STREAK: "3", PARLEY_LOOP_GUARD_PAIR: "0" });
+    try {
+      const [a, b] = guarded as [Instance, Instance];
+      const { uuid: room } = await a.api.room();
+      const say = (on: Instance, agent: string) => on.api.say(room, agent, `${agent} on ${on.name} ${Math.random()}`);
+      assert.equal((await say(a, "ann")).status, 201);
+      assert.equal((await say(a, "ann")).status, 201);
+      assert.equal((await say(b, "ann")).status, 201, "the third in a row, on the other instance");
+      const refused = await say(a, "ann");
+      assert.equal(refused.status, 429, "A knows of B's post");
+      assert.equal(refused.body.code, "loop_guard");
+      assert.equal((await say(b, "bob")).status, 201);
+      assert.equal((await say(a, "ann")).status, 201, "and of B's answer");
+    } finally {
+      await stopAll(guarded);
+    }
+  });
+
   test("through nginx in front of the three: posts and a watcher spread over the upstreams", async (t) => {
     const lb = await startNginx(cluster.map((i) => i.port));
     if (!lb) return t.skip("nginx is not installed (.ci/run installs it)");
