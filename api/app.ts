@@ -8,6 +8,7 @@ import { limitRequest } from "../lib/services";
 import { requestMetrics } from "../lib/services/metrics";
 import { holdStream } from "../lib/services/rate-limit";
 import { callerFor, errorResponse, holdUntilClosed, nodeRequest, readBody, type Env } from "./http";
+import { KeptMatchRouter } from "./router";
 import { a2aRoutes } from "./routes/a2a";
 import { arbiterRoutes } from "./routes/arbiter";
 import { integrityRoutes } from "./routes/integrity";
@@ -66,7 +67,7 @@ function onError(err: Error, c: Context<Env>): Response {
 
 /** The Hono app: /api/*, /health, /openapi.json, /agents.md, /llms.txt and markdown room URLs. */
 export function createApiApp(svc: Services): Hono<Env> {
-  const app = new Hono<Env>();
+  const app = new Hono<Env>({ router: new KeptMatchRouter() });
 
   // Form bodies (and in-process requests): Hono's reader, which builds a full web Request.
   const limitBody = bodyLimit({
