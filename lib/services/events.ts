@@ -1,11 +1,12 @@
-import { bytesToBase64, bytesToHex } from "../log/bytes";
-import { signCheckpoint } from "../log/checkpoint";
+import { bytesToBase64, bytesToHex, utf8 } from "../log/bytes";
+import { checkpointBody, signCheckpoint } from "../log/checkpoint";
 import { eventLeafHash, type EventSig, type LogEvent } from "../log/event";
 import { frontierAppend, frontierFromHex, frontierRoot, frontierToHex, type Frontier } from "../log/merkle";
 import { eventProblem, type EventType } from "../domain/catalogue";
 import { eventToRow } from "../store/rows";
 import { RetryWithSavepoints } from "../store/repository";
 import type { EventRow, RoomRow, StoreWriter, WriteOptions } from "../store/types";
+import type { SignTicket } from "./signer-thread";
 import { project, type Parts, type Projected } from "./projector";
 import { isoNow, roomLife, type Services } from "./context";
 import { expiresAt } from "../domain/room";
@@ -110,6 +111,8 @@ interface PendingHead {
   frontier: Frontier;
   rows: EventRow[];
   receipts: Receipt[];
+  /** Its checkpoint's signature, asked for ahead (signAhead) for this frontier. */
+  ahead?: { frontier: Frontier; root: Uint8Array; ticket: SignTicket };
 }
 
 /**
@@ -151,11 +154,26 @@ function txOn(svc: Services, w: StoreWriter): Tx {
   });
 }
 
+/**
+ * Asks for the checkpoint signature of a room the batch will append no more to, made on the
+ * signer's thread while the batch writes its other rooms (the main thread saves the ~34 µs of an
+ * Ed25519 signature). signHeads takes it if the head has not moved since.
+ */
+function signAhead(svc: Services, tx: Tx, room: string): void {
+  const head = tx.heads.get(room);
+  if (!head) return;
+  const root = frontierRoot(head.frontier);
+  const body = checkpointBody(`${svc.originHost}/room/${room}`, head.room.headSize, root);
+  head.ahead = { frontier: head.frontier, root, ticket: svc.key.signSoon(utf8(body)) };
+}
+
 /** Writes each moved room's events and head, with one signed checkpoint for the batch's last size. */
 async function signHeads(svc: Services, w: StoreWriter, heads: Map<string, PendingHead>): Promise<void> {
   if (heads.size === 0) return;
   for (const [uuid, head] of heads) {
-    const root = frontierRoot(head.frontier);
+    // The frontier is replaced at each append, never changed in place: the same one, the same tree.
+    const ahead = head.ahead?.frontier === head.frontier ? head.ahead : undefined;
+    const root = ahead?.root ?? frontierRoot(head.frontier);
     head.room.headRoot = bytesToBase64(root);
     head.room.frontier = JSON.stringify(frontierToHex(head.frontier));
     const checkpoint = signCheckpoint({
@@ -164,7 +182,7 @@ async function signHeads(svc: Services, w: StoreWriter, heads: Map<string, Pendi
       root,
       keyName: svc.key.keyName,
       pubkey: svc.key.pubkey,
-      sign: svc.key.sign,
+      sign: ahead ? () => ahead.ticket.take() : svc.key.sign,
     });
     head.rows.at(-1)!.checkpoint = checkpoint;
     head.room.checkpoint = checkpoint;
@@ -273,18 +291,21 @@ async function flushQueue(svc: Services, queue: WriteQueue): Promise<void> {
 
 async function commitBatch(svc: Services, queue: QueuedWrite[]): Promise<void> {
   let outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+  // Each room's last write in the batch: after it, the room's checkpoint can be signed.
+  const lastOfRoom = new Map(queue.map((q, i) => [q.room, i]));
   const batch = (options: WriteOptions) =>
     write(
       svc,
       queue.map((q) => q.room),
       async (tx) => {
         outcomes = [];
-        for (const item of queue) {
+        for (const [i, item] of queue.entries()) {
           try {
             outcomes.push({ ok: true, value: await tx.savepoint(() => item.fn(tx)) });
           } catch (error) {
             outcomes.push({ ok: false, error });
           }
+          if (lastOfRoom.get(item.room) === i && i < queue.length - 1) signAhead(svc, tx, item.room);
         }
       },
       options,

@@ -5,6 +5,7 @@ import { bytesToHex } from "../log/bytes";
 import { installNodeSha256 } from "../log/node-sha256";
 import { keyId } from "../log/checkpoint";
 import { isStrictEd25519Input } from "../log/ed25519";
+import { signerThread, type SignerCounts, type SignTicket } from "./signer-thread";
 
 // The server hashes with node:crypto; lib/log stays browser-safe and uses noble's by default.
 installNodeSha256();
@@ -17,6 +18,9 @@ export interface ServerKey {
   pubkeyHex: string;
   keyIdHex: string;
   sign(message: Uint8Array): Uint8Array;
+  /** The same signature, made meanwhile on a thread of its own (lib/services/signer-thread.ts). */
+  signSoon(message: Uint8Array): SignTicket;
+  signerCounts(): SignerCounts;
   verify(pubkey: Uint8Array, message: Uint8Array, signature: Uint8Array): boolean;
 }
 
@@ -29,12 +33,15 @@ export function serverKeyFromSeed(seed: Uint8Array, keyName: string): ServerKey 
   });
   const spki = crypto.createPublicKey(privateKey).export({ format: "der", type: "spki" });
   const pubkey = new Uint8Array(spki.subarray(spki.length - 32));
+  const signer = signerThread(privateKey);
   return {
     keyName,
     pubkey,
     pubkeyHex: bytesToHex(pubkey),
     keyIdHex: bytesToHex(keyId(keyName, pubkey)),
     sign: (message) => new Uint8Array(crypto.sign(null, message, privateKey)),
+    signSoon: signer.signSoon,
+    signerCounts: signer.counts,
     verify: ed25519Verify,
   };
 }

@@ -10,6 +10,9 @@ import { appendMessage } from "../../lib/services/messages";
 import { requireOpenRoom } from "../../lib/services/access";
 import { pinnedKey } from "../../lib/services/signatures";
 import { startApi, TEST_BACKEND, type TestApi } from "../helpers/server";
+import { parseCheckpoint, verifyCheckpoint } from "../../lib/log/checkpoint";
+import { nobleVerify } from "../../lib/log/ed25519";
+import { hexToBytes } from "../../lib/log/bytes";
 
 let f: TestApi;
 before(async () => (f = await startApi()));
@@ -66,6 +69,45 @@ describe("group commit", () => {
     const verified = await f.api.post(`/api/rooms/${room}/verify`, {});
     assert.equal(verified.status, 200);
     assert.equal(verified.body.verdict, "CLEAN");
+  });
+
+  test("a batch over several rooms: each room's checkpoint (asked of the signer's thread ahead for all but the last room) verifies at the room's last size", async () => {
+    const rooms = [await newRoom(), await newRoom(), await newRoom(), await newRoom()];
+    const key = (await f.api.get("/api/server-key")).body;
+    const serverKey = { keyName: key.key_name as string, pubkey: hexToBytes(key.pubkey_hex as string) };
+    await post(rooms[0]!, "warm", "up");
+    const signed = (room: string, agent: string, text: string, fail?: "after") =>
+      queuedWrite(f.server.svc, room, async (tx) => {
+        const current = await requireOpenRoom(f.server.svc, room, tx);
+        const { appended } = await appendMessage(f.server.svc, tx, current, agent, { text });
+        if (fail) throw new ParleyError("validation_error", "refused after writing");
+        return appended.receipt;
+      });
+    const [a, b, c, d] = rooms as [string, string, string, string];
+    const askedBefore = f.server.svc.key.signerCounts().asked;
+    // Room a's last write comes early, b's later: both signed ahead; d (a failing write, which on
+    // PostgreSQL runs the whole batch again with fresh heads) and c last.
+    const outcomes = await Promise.allSettled([signed(a, "ann", "a1"), signed(b, "bo", "b1"), signed(a, "cy", "a2"), signed(b, "di", "b2"), signed(d, "ed", "d1", "after"), signed(c, "fi", "c1")]);
+    assert.deepEqual(outcomes.map((o) => o.status), ["fulfilled", "fulfilled", "fulfilled", "fulfilled", "rejected", "fulfilled"]);
+    const receipts = outcomes.flatMap((o) => (o.status === "fulfilled" ? [o.value] : []));
+    // A room's log opens with its creation; room a also holds the warm-up post.
+    const lastSize = { [a]: 4, [b]: 3, [c]: 2 } as Record<string, number>;
+    for (const [i, room] of [a, b, a, b, c].entries()) {
+      const receipt = receipts[i]!;
+      const checked = verifyCheckpoint(receipt.checkpoint, serverKey, nobleVerify);
+      assert.equal(checked.ok, true, `${room}: ${checked.reason}`);
+      assert.equal(checked.parsed!.origin, `localhost/room/${room}`);
+      assert.equal(checked.parsed!.size, lastSize[room], "the batch's last size of the room");
+      const head = (await f.api.get(`/api/rooms/${room}`)).body.head;
+      assert.equal(head.size, lastSize[room]);
+      assert.equal(head.checkpoint, receipt.checkpoint);
+      assert.equal(Buffer.from(parseCheckpoint(head.checkpoint)!.root).toString("base64"), head.root);
+      assert.equal((await f.api.post(`/api/rooms/${room}/verify`, {})).body.verdict, "CLEAN");
+    }
+    assert.equal((await f.api.get(`/api/rooms/${d}`)).body.head.size, 1);
+    // Rooms a and b were signed ahead (d's write failed; c's came last, signed on the spot), and
+    // on PostgreSQL a and b again in the batch's second run.
+    assert.equal(f.server.svc.key.signerCounts().asked - askedBefore, TEST_BACKEND === "postgres" ? 4 : 2);
   });
 
   test("a write refused before it wrote costs the batch nothing", async () => {
