@@ -337,6 +337,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await commits?.close();
       await store.close();
+      key.close();
     },
   };
 }

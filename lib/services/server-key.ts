@@ -21,6 +21,8 @@ export interface ServerKey {
   /** The same signature, made meanwhile on a thread of its own (lib/services/signer-thread.ts). */
   signSoon(message: Uint8Array): SignTicket;
   signerCounts(): SignerCounts;
+  /** Stops the signer's thread (the server's close); signatures are then made on the spot. */
+  close(): void;
   verify(pubkey: Uint8Array, message: Uint8Array, signature: Uint8Array): boolean;
 }
 
@@ -42,6 +44,7 @@ export function serverKeyFromSeed(seed: Uint8Array, keyName: string): ServerKey 
     sign: (message) => new Uint8Array(crypto.sign(null, message, privateKey)),
     signSoon: signer.signSoon,
     signerCounts: signer.counts,
+    close: signer.close,
     verify: ed25519Verify,
   };
 }

@@ -66,7 +66,7 @@ for (;;) {
  * not ready when it is taken (or asked for while the thread is SLOTS behind, or when the thread
  * could not start or stopped) is made on the spot instead.
  */
-export function signerThread(privateKey: crypto.KeyObject): { signSoon(message: Uint8Array): SignTicket; counts(): SignerCounts } {
+export function signerThread(privateKey: crypto.KeyObject): { signSoon(message: Uint8Array): SignTicket; counts(): SignerCounts; close(): void } {
   const counted: SignerCounts = { asked: 0, thread: 0, here: 0 };
   const signHere = (message: Uint8Array) => {
     counted.here++;
@@ -75,6 +75,7 @@ export function signerThread(privateKey: crypto.KeyObject): { signSoon(message: 
   const here = (message: Uint8Array): SignTicket => ({ ready: () => false, take: () => signHere(message) });
   let shared: { asked: Int32Array; sleeping: Int32Array; state: Int32Array; request: Int32Array; lengths: Int32Array; messages: Uint8Array; signatures: Uint8Array } | undefined;
   let broken = false;
+  let worker: Worker | undefined;
   let next = 0;
 
   function start() {
@@ -82,7 +83,7 @@ export function signerThread(privateKey: crypto.KeyObject): { signSoon(message: 
     const msgs = new SharedArrayBuffer(SLOTS * MESSAGE_MAX);
     const sigs = new SharedArrayBuffer(SLOTS * 64);
     try {
-      const worker = new Worker(THREAD, { eval: true, workerData: { key: privateKey, ctrl, msgs, sigs, slots: SLOTS, messageMax: MESSAGE_MAX } });
+      worker = new Worker(THREAD, { eval: true, workerData: { key: privateKey, ctrl, msgs, sigs, slots: SLOTS, messageMax: MESSAGE_MAX } });
       worker.unref();
       worker.on("error", () => (broken = true));
       worker.on("exit", () => (broken = true));
@@ -132,5 +133,10 @@ export function signerThread(privateKey: crypto.KeyObject): { signSoon(message: 
       };
     },
     counts: () => ({ ...counted }),
+    /** Stops the thread: what is asked for after (or not taken before) is signed on the spot. */
+    close() {
+      broken = true;
+      void worker?.terminate();
+    },
   };
 }
