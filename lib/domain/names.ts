@@ -209,14 +209,18 @@ function prototypeOf(c: string): string {
  * look-alikes replaced by the Latin letter they resemble, then every remaining combining mark and
  * invisible character dropped (`sérvér` looks like `server`), case-folded, and `vv` read as `w`.
  */
+const MARKS_ALL = /\p{M}/gu;
+const INVISIBLE_ALL = new RegExp(INVISIBLE.source, "gu");
+const BIDI_ALL = new RegExp(BIDI.source, "gu");
+
 export function skeleton(name: string): string {
   const decomposed = name.normalize("NFKC").normalize("NFD");
   let out = "";
   for (const c of decomposed) out += prototypeOf(c);
   return out
-    .replace(/\p{M}/gu, "")
-    .replace(new RegExp(INVISIBLE.source, "gu"), "")
-    .replace(new RegExp(BIDI.source, "gu"), "")
+    .replace(MARKS_ALL, "")
+    .replace(INVISIBLE_ALL, "")
+    .replace(BIDI_ALL, "")
     .trim()
     .toUpperCase()
     .toLowerCase()
@@ -233,6 +237,18 @@ export const looksReserved = (name: string): boolean => RESERVED_SKELETONS.has(s
  * null when it is fine. Length and control characters are the schema's own checks.
  */
 export function agentNameProblem(name: string): string | null {
+  // Every request names its agent, and agents keep their names: each name is judged once (the
+  // skeleton costs a post about 1 % of its time), up to 10,000 names kept.
+  let problem = nameProblems.get(name);
+  if (problem === undefined) {
+    if (nameProblems.size >= 10_000) nameProblems.clear();
+    nameProblems.set(name, (problem = judgeName(name)));
+  }
+  return problem;
+}
+const nameProblems = new Map<string, string | null>();
+
+function judgeName(name: string): string | null {
   const bidi = BIDI.exec(name);
   if (bidi) return `must not contain bidirectional control characters (found ${codePoint(bidi[0])}): they change how the name is displayed`;
   const invisible = INVISIBLE.exec(name);

@@ -72,7 +72,7 @@ export async function appendEvent(svc: Services, tx: Tx, room: RoomRow, input: N
   const leafHex = bytesToHex(leaf);
   // The frontier this transaction's appends left (kept parsed), else the room row's.
   const pending = tx.heads.get(room.uuid);
-  const base = pending && pending.room.headSize === room.headSize ? pending.frontier : frontierFromHex(JSON.parse(room.frontier) as string[]);
+  const base = pending && pending.room.headSize === room.headSize ? pending.frontier : roomFrontier(svc, room);
   const frontier = frontierAppend(base, room.headSize, leaf);
   const row = eventToRow(event, leafHex, "");
   const receipt: Receipt = { seq, leaf_hash: leafHex, checkpoint: "" };
@@ -98,6 +98,17 @@ export async function appendEvent(svc: Services, tx: Tx, room: RoomRow, input: N
   head.frontier = frontier;
   for (const hook of svc.appendHooks) await hook(tx, event, after);
   return { event, leafHash: leafHex, receipt, room: after, projected };
+}
+
+/**
+ * The Merkle frontiers of the rooms being written to, parsed, keyed by the room row's frontier
+ * text: a row with the same text has the same frontier (never changed in place), whichever
+ * transaction or instance wrote it. A batch's first append to a room then parses nothing.
+ */
+const frontiers = (svc: Services) => svc.caches.of<Frontier>("frontiers", 1024);
+
+function roomFrontier(svc: Services, room: RoomRow): Frontier {
+  return frontiers(svc).peek(room.uuid, room.frontier) ?? frontierFromHex(JSON.parse(room.frontier) as string[]);
 }
 
 /** A room's appends in the open transaction, written and signed when its work is done. */
@@ -176,6 +187,7 @@ async function signHeads(svc: Services, w: StoreWriter, heads: Map<string, Pendi
     const root = ahead?.root ?? frontierRoot(head.frontier);
     head.room.headRoot = bytesToBase64(root);
     head.room.frontier = JSON.stringify(frontierToHex(head.frontier));
+    frontiers(svc).set(uuid, head.room.frontier, head.frontier);
     const checkpoint = signCheckpoint({
       origin: `${svc.originHost}/room/${uuid}`,
       size: head.room.headSize,

@@ -301,8 +301,9 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter & { flus
     dropTurns();
   }
   function dropTurns(): void {
-    heldRooms.clear();
-    heldTurns.clear();
+    // Most writes hold none (posts): clear() allocates a new table even for an empty Map.
+    if (heldRooms.size > 0) heldRooms.clear();
+    if (heldTurns.size > 0) heldTurns.clear();
   }
   // Every read on this connection sees the held turn states written, but for the hot reads of a
   // write that never touch the turns tables (a claim made ahead reads the waiting agent's key after
