@@ -51,6 +51,8 @@ export interface Load {
 export interface Cpu {
   share: number;
   msPerRequest: number;
+  /** Cores busy on the whole machine meanwhile (the server, the load generator, PostgreSQL, the rest). */
+  machine: number;
 }
 
 /** One generator's view of a load. Latencies in ms. */
@@ -415,11 +417,13 @@ async function withServerView(load: Load, fn: () => Promise<ClientView>): Promis
   const before = load.route ? routeSnapshot(await metricsText(load.base), load.route) : undefined;
   const t0 = performance.now();
   const cpu0 = load.pid ? cpuSeconds(load.pid) : 0;
+  const machine0 = machineBusySeconds();
   const value = await fn();
   const used = load.pid ? cpuSeconds(load.pid) - cpu0 : 0;
+  const machineUsed = machineBusySeconds() - machine0;
   // wrk's connections hold back their first request for WRK_STARTUP_S, the server idle meanwhile.
   const busy = (performance.now() - t0) / 1000 - (value.tool === "wrk" ? WRK_STARTUP_S : 0);
-  const cpu = load.pid ? { share: used / busy, msPerRequest: (used * 1000) / value.total } : undefined;
+  const cpu = load.pid ? { share: used / busy, msPerRequest: (used * 1000) / value.total, machine: machineUsed / busy } : undefined;
   const after = load.route ? routeSnapshot(await metricsText(load.base), load.route) : undefined;
   return [value, before && after ? serverDiff(before, after) : undefined, cpu];
 }
@@ -450,4 +454,4 @@ export function describe(r: LoadResult): string[] {
   return [`autocannon ${fmtClient(r.ac)}`, ...server(r.acServer, r.acCpu), ...(r.wrk ? [`wrk        ${fmtClient(r.wrk)}`, ...server(r.wrkServer, r.wrkCpu)] : [])];
 }
 
-export const fmtCpu = (c: Cpu) => `CPU ${num(c.share, 2)} cores, ${num(c.msPerRequest, 3)} ms a request`;
+export const fmtCpu = (c: Cpu) => `CPU ${num(c.share, 2)} cores, ${num(c.msPerRequest, 3)} ms a request (machine: ${num(c.machine, 2)} of ${os.cpus().length} cores busy)`;
