@@ -15,6 +15,7 @@ export interface SignerCounts {
   here: number;
 }
 
+/** A power of two: a request's slot is its number's low bits, right across the int32 wrap. */
 const SLOTS = 256;
 const MESSAGE_MAX = 1024;
 /** A slot's state: free (or its signature taken), asked for, signed. */
@@ -33,11 +34,11 @@ const SIGNED = 2;
 const THREAD = `
 const { workerData } = require("node:worker_threads");
 const crypto = require("node:crypto");
-const { key, ctrl, msgs, sigs, slots, messageMax } = workerData;
+const { key, ctrl, msgs, sigs, slots, messageMax, first } = workerData;
 const asked = new Int32Array(ctrl, 0, 1), sleeping = new Int32Array(ctrl, 4, 1);
 const state = new Int32Array(ctrl, 8, slots), lengths = new Int32Array(ctrl, 8 + 8 * slots, slots);
 const messages = new Uint8Array(msgs), signatures = new Uint8Array(sigs);
-let done = 0;
+let done = first;
 for (;;) {
   let upTo = Atomics.load(asked, 0);
   for (let looks = 0; upTo === done && looks < 100; looks++) {
@@ -51,7 +52,7 @@ for (;;) {
     continue;
   }
   for (; done !== upTo; done = (done + 1) | 0) {
-    const slot = done % slots;
+    const slot = done & (slots - 1);
     const at = slot * messageMax;
     signatures.set(crypto.sign(null, messages.subarray(at, at + lengths[slot]), key), slot * 64);
     Atomics.store(state, slot, ${SIGNED});
@@ -66,7 +67,11 @@ for (;;) {
  * not ready when it is taken (or asked for while the thread is SLOTS behind, or when the thread
  * could not start or stopped) is made on the spot instead.
  */
-export function signerThread(privateKey: crypto.KeyObject): { signSoon(message: Uint8Array): SignTicket; counts(): SignerCounts; close(): void } {
+export function signerThread(
+  privateKey: crypto.KeyObject,
+  /** The number of the first request (tests start near the int32 wrap; requests are numbered mod 2^32). */
+  first = 0,
+): { signSoon(message: Uint8Array): SignTicket; counts(): SignerCounts; close(): void } {
   const counted: SignerCounts = { asked: 0, thread: 0, here: 0 };
   const signHere = (message: Uint8Array) => {
     counted.here++;
@@ -76,14 +81,15 @@ export function signerThread(privateKey: crypto.KeyObject): { signSoon(message: 
   let shared: { asked: Int32Array; sleeping: Int32Array; state: Int32Array; request: Int32Array; lengths: Int32Array; messages: Uint8Array; signatures: Uint8Array } | undefined;
   let broken = false;
   let worker: Worker | undefined;
-  let next = 0;
+  let next = first | 0;
 
   function start() {
     const ctrl = new SharedArrayBuffer(8 + 12 * SLOTS);
     const msgs = new SharedArrayBuffer(SLOTS * MESSAGE_MAX);
     const sigs = new SharedArrayBuffer(SLOTS * 64);
+    new Int32Array(ctrl, 0, 1)[0] = next;
     try {
-      worker = new Worker(THREAD, { eval: true, workerData: { key: privateKey, ctrl, msgs, sigs, slots: SLOTS, messageMax: MESSAGE_MAX } });
+      worker = new Worker(THREAD, { eval: true, workerData: { key: privateKey, ctrl, msgs, sigs, slots: SLOTS, messageMax: MESSAGE_MAX, first: next } });
       worker.unref();
       worker.on("error", () => (broken = true));
       worker.on("exit", () => (broken = true));
@@ -109,7 +115,7 @@ export function signerThread(privateKey: crypto.KeyObject): { signSoon(message: 
       if (!shared || broken || message.length > MESSAGE_MAX) return here(message);
       const s = shared;
       const n = next;
-      const slot = n % SLOTS;
+      const slot = n & (SLOTS - 1);
       if (Atomics.load(s.state, slot) === ASKED) return here(message);
       next = (n + 1) | 0;
       s.messages.set(message, slot * MESSAGE_MAX);

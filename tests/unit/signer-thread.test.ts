@@ -52,3 +52,16 @@ test("a ticket left untaken while its slot serves a later request still gives it
   assert.equal(ticket.ready(), false);
   assert.equal(hex(ticket.take()), expected(long));
 });
+
+test("request numbers wrap past 2^31 (a server that has signed for days): slots stay in range and every signature is the right one", async () => {
+  const signer = signerThread(privateKey, 2 ** 31 - 100);
+  for (let round = 0; round < 2; round++) {
+    const asked = Array.from({ length: 150 }, (_, i) => message(i)).map((m) => ({ m, ticket: signer.signSoon(m) }));
+    assert.equal(await readyWithin(asked.at(-1)!.ticket, 10_000), true);
+    for (const { m, ticket } of asked) assert.equal(hex(ticket.take()), expected(m));
+  }
+  const counts = signer.counts();
+  assert.equal(counts.asked, 300);
+  assert.ok(counts.thread >= 290, `the thread signed across the wrap (${JSON.stringify(counts)})`);
+  signer.close();
+});
