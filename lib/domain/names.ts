@@ -19,7 +19,24 @@ import { SERVICE_ACTORS } from "./room";
  * full case folding's results (`ß` ≡ `SS`, `ǅ` ≡ `ǆ`), and final sigma folds to `σ` as it does there.
  */
 export function agentKey(name: string): string {
-  return name.normalize("NFKC").trim().toUpperCase().toLowerCase().replace(/\u03c2/g, "\u03c3").normalize("NFKC");
+  return agentKeys(name);
+}
+// Every post compares names (the loop guard, pins, turns): each name's key is made once.
+const agentKeys = remembered((name) => name.normalize("NFKC").trim().toUpperCase().toLowerCase().replace(/\u03c2/g, "\u03c3").normalize("NFKC"));
+
+/**
+ * `judge` with its answer for each name kept, up to 10,000 names (then all dropped): agents name
+ * themselves on every request and keep their names, so the same few names come back all the time.
+ */
+function remembered<T>(judge: (name: string) => T): (name: string) => T {
+  const kept = new Map<string, T>();
+  return (name) => {
+    if (kept.has(name)) return kept.get(name)!;
+    if (kept.size >= 10_000) kept.clear();
+    const answer = judge(name);
+    kept.set(name, answer);
+    return answer;
+  };
 }
 
 /** Whether two names are the same agent (by `agentKey`). */
@@ -237,16 +254,10 @@ export const looksReserved = (name: string): boolean => RESERVED_SKELETONS.has(s
  * null when it is fine. Length and control characters are the schema's own checks.
  */
 export function agentNameProblem(name: string): string | null {
-  // Every request names its agent, and agents keep their names: each name is judged once (the
-  // skeleton costs a post about 1 % of its time), up to 10,000 names kept.
-  let problem = nameProblems.get(name);
-  if (problem === undefined) {
-    if (nameProblems.size >= 10_000) nameProblems.clear();
-    nameProblems.set(name, (problem = judgeName(name)));
-  }
-  return problem;
+  return nameProblems(name);
 }
-const nameProblems = new Map<string, string | null>();
+// Each name judged once: its skeleton cost a post about 1 % of its time.
+const nameProblems = remembered(judgeName);
 
 function judgeName(name: string): string | null {
   const bidi = BIDI.exec(name);
