@@ -221,15 +221,15 @@ function prototypeOf(c: string): string {
   return c;
 }
 
+const MARKS_ALL = /\p{M}/gu;
+const INVISIBLE_ALL = new RegExp(INVISIBLE.source, "gu");
+const BIDI_ALL = new RegExp(BIDI.source, "gu");
+
 /**
  * What a name looks like, for comparing against the reserved names: NFKC, decomposed (NFD),
  * look-alikes replaced by the Latin letter they resemble, then every remaining combining mark and
  * invisible character dropped (`sérvér` looks like `server`), case-folded, and `vv` read as `w`.
  */
-const MARKS_ALL = /\p{M}/gu;
-const INVISIBLE_ALL = new RegExp(INVISIBLE.source, "gu");
-const BIDI_ALL = new RegExp(BIDI.source, "gu");
-
 export function skeleton(name: string): string {
   const decomposed = name.normalize("NFKC").normalize("NFD");
   let out = "";
