@@ -110,6 +110,42 @@ describe("group commit", () => {
     assert.equal(f.server.svc.key.signerCounts().asked - askedBefore, TEST_BACKEND === "postgres" ? 4 : 2);
   });
 
+  test("at most two batches commit at once: writes that arrive meanwhile, in other turns and other rooms, wait and go in one batch", async () => {
+    const rooms = await Promise.all(Array.from({ length: 12 }, () => newRoom()));
+    const store = f.server.svc.store;
+    const original = store.write.bind(store);
+    let open = 0;
+    let most = 0;
+    let transactions = 0;
+    // Each transaction held open 30 ms, as a slow database would: posts keep arriving meanwhile.
+    store.write = (async (...args: Parameters<typeof original>) => {
+      transactions++;
+      most = Math.max(most, ++open);
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        return await original(...args);
+      } finally {
+        open--;
+      }
+    }) as typeof store.write;
+    const posted: Promise<number>[] = [];
+    try {
+      // One post a turn, each into a room of its own: without the cap, one transaction each.
+      for (const [i, room] of rooms.entries()) {
+        posted.push(post(room, `agent-${i}`, `post ${i}`));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const seqs = await Promise.all(posted);
+      assert.deepEqual(seqs, rooms.map(() => 2), "every post committed, each its room's first message");
+    } finally {
+      store.write = original;
+    }
+    assert.equal(most, 2, "two batches committed side by side, never more");
+    assert.ok(transactions <= 4, `the posts that waited went in one batch (${transactions} transactions for 12 posts)`);
+    for (const [i, room] of rooms.entries()) assert.deepEqual(await texts(room), [`post ${i}`]);
+    assert.equal((await f.api.post(`/api/rooms/${rooms[11]}/verify`, {})).body.verdict, "CLEAN");
+  });
+
   test("a write refused before it wrote costs the batch nothing", async () => {
     const room = await newRoom();
     const { value, transactions } = await countingTransactions(() =>
