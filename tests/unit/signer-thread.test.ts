@@ -63,5 +63,12 @@ test("request numbers wrap past 2^31 (a server that has signed for days): slots 
   const counts = signer.counts();
   assert.equal(counts.asked, 300);
   assert.ok(counts.thread >= 290, `the thread signed across the wrap (${JSON.stringify(counts)})`);
+  // Closed (the server's close): the thread signs nothing more; what is asked for after is signed
+  // on the spot when taken, and right.
   signer.close();
+  const after = message(-2);
+  const ticket = signer.signSoon(after);
+  assert.equal(await readyWithin(ticket, 200), false, "no thread made it");
+  assert.equal(hex(ticket.take()), expected(after));
+  assert.equal(signer.counts().here, counts.here + 1);
 });
