@@ -82,7 +82,10 @@ function readerOn(sqlite: Database.Database) {
     .orderBy(asc(events.seq))
     .prepare();
   const checkpointAt = db.select({ checkpoint: events.checkpoint }).from(events).where(and(eq(events.room, p("room")), eq(events.seq, p("size")))).prepare();
-  const agentKey = db.select({ pubkeyHex: roomAgents.pubkeyHex }).from(roomAgents).where(and(eq(roomAgents.room, p("room")), eq(roomAgents.agentId, p("agent")))).prepare();
+  // A plain statement too: every unsigned post asks whether its agent has a pinned key.
+  const agentKey = sqlite.prepare<{ room: string; agent: string }, { pubkeyHex: string | null }>(
+    `SELECT pubkey_hex AS pubkeyHex FROM room_agents WHERE room = @room AND agent_id = @agent`,
+  );
   // rowid order is id order: a task's row is inserted with its task.created event and only updated after.
   const openAtPriority = db.select().from(tasks)
     .where(and(eq(tasks.room, p("room")), eq(tasks.status, "open"), eq(tasks.priority, p("priority"))))
@@ -207,6 +210,9 @@ function readerOn(sqlite: Database.Database) {
   return { reader, db };
 }
 
+/** Rows the writer keeps known at most (past this it starts again empty: a miss costs one read). */
+const KNOWN_ROOMS_MAX = 4096;
+
 /** Reads of the write connection that read no turns table, so need not write the held turn states first. */
 const NO_TURNS_READ = new Set<string>(["getRoom", "agentKey", "listMessages", "tailMessages", "hasMessage", "listWebhooks", "checkpointAt"] satisfies (keyof StoreReader)[]);
 
@@ -215,9 +221,26 @@ const NO_TURNS_READ = new Set<string>(["getRoom", "agentKey", "listMessages", "t
  * appended. Turn states are held and written once each (`flushTurns`) before the writer next reads,
  * at a savepoint's bounds and before commit: every event of a reply saves its turns room again.
  */
-function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter & { flushTurns(): void; dropTurns(): void } {
+function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter & { flushTurns(): void; dropTurns(): void; forgetRooms(): void } {
   const { reader: rowReader, db } = readerOn(sqlite);
   const prep = (text: string) => sqlite.prepare(text);
+  // The rooms' rows as they stand in the database for this connection (its open transaction
+  // included), so that a write reads its room's row once rather than once per batch: every batch
+  // of posts read it and it then changed only by this writer's head update, whose columns are
+  // known. A row leaves when any statement changes or deletes it (a trigger of this connection
+  // only), when a transaction or savepoint rolls back, and when another process has committed to
+  // the file (data_version, checked once per transaction).
+  const knownRooms = new Map<string, RoomRow>();
+  sqlite.function("parley_room_changed", { deterministic: false }, (uuid: unknown) => {
+    knownRooms.delete(uuid as string);
+    return null;
+  });
+  sqlite.exec(`CREATE TEMP TRIGGER IF NOT EXISTS parley_room_updated AFTER UPDATE ON main.rooms BEGIN SELECT parley_room_changed(old.uuid); END;
+    CREATE TEMP TRIGGER IF NOT EXISTS parley_room_deleted AFTER DELETE ON main.rooms BEGIN SELECT parley_room_changed(old.uuid); END;`);
+  const knowRoom = (uuid: string, row: RoomRow) => {
+    if (knownRooms.size >= KNOWN_ROOMS_MAX) knownRooms.clear();
+    knownRooms.set(uuid, row);
+  };
   const insertRoom = prep(
     `INSERT INTO rooms (uuid, description, is_public, protocol_mode, mode, status, owner_token_hash, created_at, last_activity_at, expires_at,
        message_count, agent_count, head_size, head_leaf, head_root, frontier, checkpoint, arbiter_watermark, arbiter_calls, arbiter_tokens,
@@ -366,9 +389,24 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter & { flus
     ...adminWriterOn(sqlite),
     flushTurns,
     dropTurns,
+    forgetRooms: () => knownRooms.clear(),
+    async getRoom(uuid) {
+      const known = knownRooms.get(uuid);
+      if (known) return { ...known };
+      const row = await reader.getRoom(uuid);
+      if (row) knowRoom(uuid, { ...row });
+      return row;
+    },
     insertRoom: async (r) => void insertRoom.run({ ...r, isPublic: bool(r.isPublic) }),
     async updateRoomsAfterAppend(list) {
-      for (const [uuid, r] of list) updateRoomAfterAppend.run({ ...r, uuid });
+      for (const [uuid, r] of list) {
+        const known = knownRooms.get(uuid);
+        updateRoomAfterAppend.run({ ...r, uuid }); // its trigger forgets the row: known again with exactly the columns written
+        if (known) {
+          const { headSize, headLeaf, headRoot, frontier, checkpoint, status, messageCount, agentCount, lastActivityAt, expiresAt } = r;
+          knowRoom(uuid, { ...known, headSize, headLeaf, headRoot, frontier, checkpoint, status, messageCount, agentCount, lastActivityAt, expiresAt });
+        }
+      }
     },
     updateArbiterState: async (uuid, state) => void db.update(rooms).set(state).where(eq(rooms.uuid, uuid)).run(),
     async insertEvents(rows) {
@@ -426,6 +464,7 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter & { flus
         return value;
       } catch (err) {
         dropTurns();
+        knownRooms.clear();
         rollbackSavepoint.run();
         releaseSavepoint.run();
         heads.clear();
@@ -470,10 +509,18 @@ export function openSqliteStore(dataDir: string): Store {
   // (busy_timeout) instead of failing at commit.
   const begin = writeConn.prepare("BEGIN IMMEDIATE");
   const commit = writeConn.prepare("COMMIT");
+  // Changes when another connection (another process on the file) has committed since it was read.
+  const dataVersion = writeConn.prepare("PRAGMA data_version").pluck();
+  let version = dataVersion.get();
   function write<T>(_rooms: readonly string[], fn: (tx: StoreWriter) => Promise<T>, options: WriteOptions = {}): Promise<T> {
     const run = async (): Promise<T> => {
       heads.clear();
       begin.run();
+      const now = dataVersion.get();
+      if (now !== version) {
+        version = now;
+        tx.forgetRooms();
+      }
       let value: T;
       try {
         value = await fn(tx);
@@ -481,6 +528,7 @@ export function openSqliteStore(dataDir: string): Store {
         commit.run();
       } catch (err) {
         tx.dropTurns();
+        tx.forgetRooms();
         if (writeConn.inTransaction) writeConn.exec("ROLLBACK");
         heads.clear();
         throw err;
