@@ -50,6 +50,8 @@ export interface Load {
 /** The server process's CPU during a load: cores busy on average (1 = one core all the time), and per request. */
 export interface Cpu {
   share: number;
+  /** Of which its main thread (the JavaScript: at 1 it is the limit, whatever else is free). */
+  mainThread: number;
   msPerRequest: number;
   /** Cores busy on the whole machine meanwhile (the server, the load generator, PostgreSQL, the rest). */
   machine: number;
@@ -417,13 +419,15 @@ async function withServerView(load: Load, fn: () => Promise<ClientView>): Promis
   const before = load.route ? routeSnapshot(await metricsText(load.base), load.route) : undefined;
   const t0 = performance.now();
   const cpu0 = load.pid ? cpuSeconds(load.pid) : 0;
+  const main0 = load.pid ? cpuSeconds(load.pid, true) : 0;
   const machine0 = machineBusySeconds();
   const value = await fn();
   const used = load.pid ? cpuSeconds(load.pid) - cpu0 : 0;
+  const usedMain = load.pid ? cpuSeconds(load.pid, true) - main0 : 0;
   const machineUsed = machineBusySeconds() - machine0;
   // wrk's connections hold back their first request for WRK_STARTUP_S, the server idle meanwhile.
   const busy = (performance.now() - t0) / 1000 - (value.tool === "wrk" ? WRK_STARTUP_S : 0);
-  const cpu = load.pid ? { share: used / busy, msPerRequest: (used * 1000) / value.total, machine: machineUsed / busy } : undefined;
+  const cpu = load.pid ? { share: used / busy, mainThread: usedMain / busy, msPerRequest: (used * 1000) / value.total, machine: machineUsed / busy } : undefined;
   const after = load.route ? routeSnapshot(await metricsText(load.base), load.route) : undefined;
   return [value, before && after ? serverDiff(before, after) : undefined, cpu];
 }
@@ -454,4 +458,4 @@ export function describe(r: LoadResult): string[] {
   return [`autocannon ${fmtClient(r.ac)}`, ...server(r.acServer, r.acCpu), ...(r.wrk ? [`wrk        ${fmtClient(r.wrk)}`, ...server(r.wrkServer, r.wrkCpu)] : [])];
 }
 
-export const fmtCpu = (c: Cpu) => `CPU ${num(c.share, 2)} cores, ${num(c.msPerRequest, 3)} ms a request (machine: ${num(c.machine, 2)} of ${os.cpus().length} cores busy)`;
+export const fmtCpu = (c: Cpu) => `CPU ${num(c.share, 2)} cores (main thread ${num(c.mainThread, 2)}), ${num(c.msPerRequest, 3)} ms a request (machine: ${num(c.machine, 2)} of ${os.cpus().length} cores busy)`;
