@@ -22,7 +22,7 @@ import * as rows from "./rows";
 import type { TurnsRoom, TurnState } from "../domain/turns";
 import { ROOM_COLS } from "./rows";
 
-const { rooms, events, messages, roomAgents, threads, revisions, discrepancies, handshakes, tasks, boardAgents, turnRooms, turns, webhooks, webhookDeliveries } = schema;
+const { rooms, events, messages, threads, revisions, discrepancies, handshakes, tasks, boardAgents, turnRooms, turns, webhooks, webhookDeliveries } = schema;
 const MIGRATIONS = path.join(PROJECT_ROOT, "drizzle");
 
 const SORT_COLUMNS = {
