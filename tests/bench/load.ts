@@ -52,6 +52,11 @@ export interface Cpu {
   share: number;
   /** Of which its main thread (the JavaScript: at 1 it is the limit, whatever else is free). */
   mainThread: number;
+  /**
+   * How long its main thread was ready to run but waited for a core (from schedstat; NaN where the
+   * kernel keeps none): running plus waiting near 1 is a main thread held by the cores, not by its work.
+   */
+  mainWaiting: number;
   msPerRequest: number;
   /** Cores busy on the whole machine meanwhile (the server, the load generator, PostgreSQL, the rest). */
   machine: number;
@@ -379,6 +384,14 @@ export function cpuSeconds(pid: number, mainThread = false): number {
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
+/** Seconds a process's main thread has waited, ready to run, for a core so far (/proc schedstat: run ns, wait ns, slices); NaN without it. */
+export function runQueueSeconds(pid: number): number {
+  try {
+    return Number(fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[1]) / 1e9;
+  } catch {
+    return NaN;
+  }
+}
 const CLOCK_TICKS = (() => {
   try {
     return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
@@ -420,14 +433,16 @@ async function withServerView(load: Load, fn: () => Promise<ClientView>): Promis
   const t0 = performance.now();
   const cpu0 = load.pid ? cpuSeconds(load.pid) : 0;
   const main0 = load.pid ? cpuSeconds(load.pid, true) : 0;
+  const waited0 = load.pid ? runQueueSeconds(load.pid) : 0;
   const machine0 = machineBusySeconds();
   const value = await fn();
   const used = load.pid ? cpuSeconds(load.pid) - cpu0 : 0;
   const usedMain = load.pid ? cpuSeconds(load.pid, true) - main0 : 0;
+  const waited = load.pid ? runQueueSeconds(load.pid) - waited0 : 0;
   const machineUsed = machineBusySeconds() - machine0;
   // wrk's connections hold back their first request for WRK_STARTUP_S, the server idle meanwhile.
   const busy = (performance.now() - t0) / 1000 - (value.tool === "wrk" ? WRK_STARTUP_S : 0);
-  const cpu = load.pid ? { share: used / busy, mainThread: usedMain / busy, msPerRequest: (used * 1000) / value.total, machine: machineUsed / busy } : undefined;
+  const cpu = load.pid ? { share: used / busy, mainThread: usedMain / busy, mainWaiting: waited / busy, msPerRequest: (used * 1000) / value.total, machine: machineUsed / busy } : undefined;
   const after = load.route ? routeSnapshot(await metricsText(load.base), load.route) : undefined;
   return [value, before && after ? serverDiff(before, after) : undefined, cpu];
 }
@@ -458,4 +473,5 @@ export function describe(r: LoadResult): string[] {
   return [`autocannon ${fmtClient(r.ac)}`, ...server(r.acServer, r.acCpu), ...(r.wrk ? [`wrk        ${fmtClient(r.wrk)}`, ...server(r.wrkServer, r.wrkCpu)] : [])];
 }
 
-export const fmtCpu = (c: Cpu) => `CPU ${num(c.share, 2)} cores (main thread ${num(c.mainThread, 2)}), ${num(c.msPerRequest, 3)} ms a request (machine: ${num(c.machine, 2)} of ${os.cpus().length} cores busy)`;
+export const fmtCpu = (c: Cpu) =>
+  `CPU ${num(c.share, 2)} cores (main thread ${num(c.mainThread, 2)}${Number.isNaN(c.mainWaiting) ? "" : `, and ${num(c.mainWaiting, 2)} waiting for a core`}), ${num(c.msPerRequest, 3)} ms a request (machine: ${num(c.machine, 2)} of ${os.cpus().length} cores busy)`;

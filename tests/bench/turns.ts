@@ -16,7 +16,7 @@ import { createRoom } from "../../lib/services/rooms";
 import { claimTurn, currentTurn, replyTurn } from "../../lib/services/turns";
 import { createRoomBody } from "../../lib/schemas/rooms";
 import { inProcessServices, percentile, startServerChild } from "./common";
-import { cpuSeconds } from "./load";
+import { cpuSeconds, runQueueSeconds } from "./load";
 
 type Report = (name: string, value: string) => void;
 
@@ -253,6 +253,7 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
   };
   const serverCpu0 = serverPid === undefined ? 0 : cpuMsOf(serverPid);
   const serverMain0 = serverPid === undefined ? 0 : cpuMsOf(serverPid, true);
+  const serverWaited0 = serverPid === undefined ? NaN : runQueueSeconds(serverPid);
   const clientCpu0 = ownCpuMs();
   const t0 = performance.now();
   const deadline = t0 + DEADLINE_MS;
@@ -315,6 +316,7 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
   const wall = (performance.now() - t0) / 1000;
   const serverCpu = serverPid === undefined ? NaN : cpuMsOf(serverPid) - serverCpu0;
   const serverMain = serverPid === undefined ? NaN : cpuMsOf(serverPid, true) - serverMain0;
+  const serverWaited = serverPid === undefined ? NaN : runQueueSeconds(serverPid) - serverWaited0;
   const clientCpu = ownCpuMs() - clientCpu0;
 
   // Every room must have ended as scripted (blocked by max_rounds after ROUNDS × 2 replies), and
@@ -345,7 +347,7 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
   report(
     "  CPU per turn: server (its main thread) / this client (requests per turn)",
     `${(serverCpu / turns).toFixed(2)} ms (${(serverMain / turns).toFixed(2)} ms) / ${(clientCpu / turns).toFixed(2)} ms (${(requests / turns).toFixed(2)}); ` +
-      `server ${Math.round(serverCpu / 10 / wall)} % of a core (main thread ${Math.round(serverMain / 10 / wall)} %), client ${Math.round(clientCpu / 10 / wall)} %`,
+      `server ${Math.round(serverCpu / 10 / wall)} % of a core (main thread ${Math.round(serverMain / 10 / wall)} %${Number.isNaN(serverWaited) ? "" : `, and ${Math.round((100 * serverWaited) / wall)} % waiting for a core`}), client ${Math.round(clientCpu / 10 / wall)} %`,
   );
   report("  rooms ended blocked (max_rounds) / verified CLEAN", `${ended}/${ROOMS} / ${clean}/${ROOMS}`);
   for (const [what, count] of errors) console.log(`    error × ${count}: ${what}`);
