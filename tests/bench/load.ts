@@ -384,6 +384,7 @@ export function cpuSeconds(pid: number, mainThread = false): number {
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
+
 /** Seconds a process's main thread has waited, ready to run, for a core so far (/proc schedstat: run ns, wait ns, slices); NaN without it. */
 export function runQueueSeconds(pid: number): number {
   try {
