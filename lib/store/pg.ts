@@ -93,6 +93,7 @@ function readerOn(db: Queryable): StoreReader {
   return {
     ...adminPgReader(db),
     getRoom: (uuid) => one<RoomRow>(`SELECT ${ROOM_COLS} FROM rooms WHERE uuid = $1`, [uuid], "get_room"),
+    getRooms: (uuids) => all<RoomRow>(`SELECT ${ROOM_COLS} FROM rooms WHERE uuid = ANY($1::text[])`, [uuids], "get_rooms"),
     async listPublicRooms(q: RoomListQuery) {
       const values: unknown[] = [q.now];
       let where = `is_public AND NOT hidden AND status <> 'expired' AND expires_at > $1`;

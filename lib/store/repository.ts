@@ -92,6 +92,8 @@ export interface RoomListQuery {
 // ---- rooms and their log ----
 export interface RoomsReader {
   getRoom(uuid: string): Promise<RoomRow | undefined>;
+  /** The rows of those of `uuids` that exist, in no particular order: one statement. */
+  getRooms(uuids: readonly string[]): Promise<RoomRow[]>;
   listPublicRooms(query: RoomListQuery): Promise<{ rows: RoomRow[]; total: number }>;
   /** Events with seq > since, oldest first. */
   listEvents(room: string, since: number, limit: number): Promise<EventRow[]>;

@@ -58,6 +58,13 @@ function readerOn(sqlite: Database.Database) {
   const liveRoom = (now: string) => and(eq(rooms.status, "open"), gt(rooms.expiresAt, now));
   // A plain statement (drizzle's row mapping was most of a room read, one per write and per turn).
   const getRoom = sqlite.prepare<{ uuid: string }, RoomRow>(`SELECT ${ROOM_COLS} FROM rooms WHERE uuid = @uuid`);
+  const getRooms = sqlite.prepare<[string], RoomRow>(`SELECT ${ROOM_COLS} FROM rooms WHERE uuid IN (SELECT value FROM json_each(?))`);
+  /** SQLite keeps booleans as 0 and 1. */
+  const roomOf = (row: RoomRow) => {
+    row.isPublic = Boolean(row.isPublic);
+    row.hidden = Boolean(row.hidden);
+    return row;
+  };
   // The hot page reads as plain statements: drizzle's row mapping took a third of a 100-message page.
   const listMessages = sqlite.prepare<{ room: string; since: number; limit: number }, MessageRow>(
     `SELECT ${MESSAGE_COLS} FROM messages WHERE room = @room AND seq > @since ORDER BY seq LIMIT @limit`,
@@ -107,12 +114,9 @@ function readerOn(sqlite: Database.Database) {
     ...adminReaderOn(sqlite),
     async getRoom(uuid) {
       const row = getRoom.get({ uuid });
-      if (row) {
-        row.isPublic = Boolean(row.isPublic);
-        row.hidden = Boolean(row.hidden);
-      }
-      return row;
+      return row && roomOf(row);
     },
+    getRooms: async (uuids) => getRooms.all(JSON.stringify(uuids)).map(roomOf),
     async listPublicRooms(query: RoomListQuery) {
       const where = and(
         eq(rooms.isPublic, true),

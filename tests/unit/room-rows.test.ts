@@ -10,16 +10,28 @@ import type { RoomRow } from "../../lib/store/types";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A store whose rooms all exist but those in `missing`; it records each room read and each statement. */
 function fakeStore(protocolMode: (uuid: string) => string = () => "standard") {
   const reads: string[] = [];
+  const statements: string[][] = [];
   const heads = new Map<string, number>();
+  const missing = new Set<string>();
+  let failNext = false;
   return {
     reads,
+    statements,
     heads,
-    async getRoom(uuid: string): Promise<RoomRow | undefined> {
-      reads.push(uuid);
+    missing,
+    failNextRead: () => (failNext = true),
+    async getRooms(uuids: readonly string[]): Promise<RoomRow[]> {
+      reads.push(...uuids);
+      statements.push([...uuids]);
       await sleep(1);
-      return { uuid, protocolMode: protocolMode(uuid), headSize: heads.get(uuid) ?? 1 } as RoomRow;
+      if (failNext) {
+        failNext = false;
+        throw new Error("the database went away");
+      }
+      return uuids.filter((uuid) => !missing.has(uuid)).map((uuid) => ({ uuid, protocolMode: protocolMode(uuid), headSize: heads.get(uuid) ?? 1 }) as RoomRow);
     },
   };
 }
@@ -33,6 +45,18 @@ test("a standard room's row is trusted for the steady TTL, a premium room's (who
   await rows.get("s1");
   await rows.get("p1");
   assert.deepEqual(store.reads, ["s1", "p1", "p1"]);
+});
+
+test("rows read together are read again spread over the last half of the TTL, not in one burst", async () => {
+  const store = fakeStore();
+  // The rows' draws in turn: 0 trusts a row for the whole TTL, 0.99 for just over half of it.
+  let draw = 0;
+  const rows = new RoomRows(store, 100, 20, 200, () => [0, 0.99][draw++ % 2]!);
+  await Promise.all(["a", "b", "c", "d"].map((uuid) => rows.get(uuid)));
+  store.reads.length = 0;
+  await sleep(150);
+  await Promise.all(["a", "b", "c", "d"].map((uuid) => rows.get(uuid)));
+  assert.deepEqual(store.reads, ["b", "d"]);
 });
 
 test("a head move drops an older row, a missed-commits signal drops every row and the read under way", async () => {
@@ -69,4 +93,23 @@ test("at most maxRooms rows are kept, the one kept longest going first", async (
   assert.deepEqual(store.reads, []);
   await rows.get("a");
   assert.deepEqual(store.reads, ["a"]);
+});
+
+test("the misses of one event-loop turn are read by one statement; a failed read fails its callers and keeps nothing", async () => {
+  const store = fakeStore();
+  store.missing.add("gone");
+  const rows = new RoomRows(store, 100, 20, 10_000);
+  const got = await Promise.all(["a", "b", "a", "gone", "c"].map((uuid) => rows.get(uuid)));
+  assert.deepEqual(got.map((row) => row?.uuid), ["a", "b", "a", undefined, "c"]);
+  assert.deepEqual(store.statements, [["a", "b", "gone", "c"]], "one statement, each room once");
+  await Promise.all(["a", "b", "c"].map((uuid) => rows.get(uuid)));
+  assert.equal(store.statements.length, 1, "the rows found are kept");
+  await rows.get("gone");
+  assert.deepEqual(store.statements[1], ["gone"], "a room not found is not kept");
+
+  store.failNextRead();
+  const failed = await Promise.allSettled(["d", "e"].map((uuid) => rows.get(uuid)));
+  assert.deepEqual(failed.map((r) => r.status), ["rejected", "rejected"]);
+  assert.equal((await rows.get("d"))?.uuid, "d", "read again after the failure");
+  assert.deepEqual(store.statements.slice(2), [["d", "e"], ["d"]]);
 });
