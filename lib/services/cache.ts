@@ -84,6 +84,7 @@ export class RoomRows {
     return pending;
   }
 
+  /** A miss, read with the other misses of this event-loop turn. */
   private read(uuid: string): Promise<RoomRow | undefined> {
     if (!this.batch) {
       const batch = (this.batch = new Map());

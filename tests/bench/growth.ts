@@ -150,10 +150,10 @@ export async function growthFigures(opts: { backend: Backend; env: Record<string
       const targets = Array.from({ length: 10 }, (_, k) => rooms[Math.floor((k * rooms.length) / 10)]!);
       const first = n === ROOM_COUNTS[0];
       const warmup = (i: number) => (first && i === 0 ? undefined : false);
-      // The polls are warmed before every run, as every read load of the bench is: a server keeps a
-      // room's row for 15 to 30 s (lib/services/cache.ts), so a run after the reference's would
+      // The polls are warmed before every run, as every read load of the bench is: a server keeps
+      // a room's row for 15 to 30 s (lib/services/cache.ts), so a run after the reference's would
       // otherwise begin by reading again every row that expired meanwhile (up to 10,000, where a
-      // server polled without pause reads about one in 22 each second) and measure the bench's own pauses.
+      // server polled without pause reads about one in 22 each second): the bench's own pauses.
       const idle = await inTurn(
         () => measure({ base, pid, connections: 64, seconds: SECONDS, requests: polls, route: READ_ROUTE }),
         () => measure({ ...atRef, requests: refPolls, route: READ_ROUTE }),
