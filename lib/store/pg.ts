@@ -479,7 +479,10 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): PgWriter {
       );
     },
     async deleteRoomData(uuid, keepTombstone) {
-      // The cascade removes every row the room had; a tombstone is a fresh rooms row with no data.
+      // The cascade removes every row the room had but its log, which has no foreign key
+      // (schema-pg.ts); a tombstone is a fresh rooms row with no data.
+      await run(`DELETE FROM events WHERE room = $1`, [uuid]);
+      await run(`DELETE FROM messages WHERE room = $1`, [uuid]);
       const gone = await one<RoomRow>(`DELETE FROM rooms WHERE uuid = $1 RETURNING ${ROOM_COLS}`, [uuid]);
       // Announced with the commit: the other instances end the room's streams and drop its kept row.
       if (gone) heads.set(uuid, ROOM_GONE);

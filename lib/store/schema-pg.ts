@@ -1,7 +1,8 @@
 // The PostgreSQL schema: the same tables and columns as schema.ts (SQLite), in PostgreSQL's types.
 // Times stay ISO 8601 text and JSON stays text, so both backends store and return the same bytes
 // (leaf hashes are computed over what is read back). Every room-scoped table references rooms with
-// ON DELETE CASCADE: deleting a room removes everything it had. Migrations: drizzle/pg.
+// ON DELETE CASCADE: deleting a room removes everything it had, but for its log (events and
+// messages, below). Migrations: drizzle/pg.
 import { sql } from "drizzle-orm";
 import { bigint, boolean, doublePrecision, index, integer, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
 
@@ -42,11 +43,18 @@ export const rooms = pgTable(
 );
 
 const room = () => text("room").notNull().references(() => rooms.uuid, { onDelete: "cascade" });
+/**
+ * The log's rows (events, messages) name their room without a foreign key. They are written only
+ * by a transaction that holds the room's row locked (LOCK_ROOMS), so the key's check, two for
+ * every post (a SELECT … FOR KEY SHARE on rooms each), proved nothing the lock had not; without
+ * them the POST load ran 10 % faster. Deleting a room deletes them itself (deleteRoomData).
+ */
+const logRoom = () => text("room").notNull();
 
 export const events = pgTable(
   "events",
   {
-    room: room(),
+    room: logRoom(),
     seq: integer("seq").notNull(),
     ts: text("ts").notNull(),
     type: text("type").notNull(),
@@ -64,7 +72,7 @@ export const events = pgTable(
 export const messages = pgTable(
   "messages",
   {
-    room: room(),
+    room: logRoom(),
     seq: integer("seq").notNull(),
     agentId: text("agent_id").notNull(),
     text: text("text").notNull(),
