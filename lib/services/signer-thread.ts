@@ -5,6 +5,8 @@ import { Worker } from "node:worker_threads";
 export interface SignTicket {
   /** Whether the thread has made it (take() then only reads it). */
   ready(): boolean;
+  /** Resolves once it is ready, or after `ms` (then take() makes it on the spot). Never rejects. */
+  settled(ms: number): Promise<void>;
   take(): Uint8Array;
 }
 
@@ -56,6 +58,8 @@ for (;;) {
     const at = slot * messageMax;
     signatures.set(crypto.sign(null, messages.subarray(at, at + lengths[slot]), key), slot * 64);
     Atomics.store(state, slot, ${SIGNED});
+    // Wakes a settled() waiting for this slot (no waiter, no cost: V8 keeps the async waiters' list).
+    Atomics.notify(state, slot);
   }
 }
 `;
@@ -77,7 +81,7 @@ export function signerThread(
     counted.here++;
     return new Uint8Array(crypto.sign(null, message, privateKey));
   };
-  const here = (message: Uint8Array): SignTicket => ({ ready: () => false, take: () => signHere(message) });
+  const here = (message: Uint8Array): SignTicket => ({ ready: () => false, settled: async () => {}, take: () => signHere(message) });
   let shared: { asked: Int32Array; sleeping: Int32Array; state: Int32Array; request: Int32Array; lengths: Int32Array; messages: Uint8Array; signatures: Uint8Array } | undefined;
   let broken = false;
   let worker: Worker | undefined;
@@ -128,6 +132,11 @@ export function signerThread(
       const ready = () => s.request[slot] === n && Atomics.load(s.state, slot) === SIGNED;
       return {
         ready,
+        async settled(ms) {
+          if (ready() || s.request[slot] !== n) return;
+          const wait = Atomics.waitAsync(s.state, slot, ASKED, ms);
+          if (wait.async) await wait.value;
+        },
         take() {
           // Still being signed, or the slot taken over by a later request (this ticket left that long).
           if (!ready()) return signHere(message);

@@ -72,3 +72,37 @@ test("request numbers wrap past 2^31 (a server that has signed for days): slots 
   assert.equal(hex(ticket.take()), expected(after));
   assert.equal(signer.counts().here, counts.here + 1);
 });
+
+test("settled() resolves when the thread has signed (it wakes the waiter), at once for a ticket that will be made on the spot", async () => {
+  const signer = signerThread(privateKey);
+  // The waiter's promise alone keeps no process alive (the server's sockets do): a timer does here.
+  const within = async (settled: Promise<void>, ms: number) => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<string>((resolve) => (timer = setTimeout(() => resolve("still waiting"), ms)));
+    try {
+      return await Promise.race([settled.then(() => "settled"), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  for (let round = 0; round < 3; round++) {
+    const asked = Array.from({ length: 100 }, (_, i) => message(i)).map((m) => ({ m, ticket: signer.signSoon(m) }));
+    // Without the thread's wake-up a waiter would sit out its whole 60 s.
+    assert.equal(await within(asked.at(-1)!.ticket.settled(60_000), 20_000), "settled");
+    assert.equal(asked.at(-1)!.ticket.ready(), true);
+    for (const { m, ticket } of asked) assert.equal(hex(ticket.take()), expected(m));
+  }
+  assert.equal(signer.counts().here, 0, "every signature came from the thread");
+  // A long message is never handed to the thread: nothing to wait for.
+  const long = new Uint8Array(1025).fill(0x62);
+  const ticket = signer.signSoon(long);
+  assert.equal(await within(ticket.settled(60_000), 20_000), "settled");
+  assert.equal(hex(ticket.take()), expected(long));
+  // Closed: nothing to wait for; made on the spot.
+  signer.close();
+  const lateMessage = message(-3);
+  const late = signer.signSoon(lateMessage);
+  assert.equal(await within(late.settled(60_000), 20_000), "settled");
+  assert.equal(late.ready(), false);
+  assert.equal(hex(late.take()), expected(lateMessage));
+});
