@@ -80,7 +80,7 @@ export class Arbiter {
     );
     st.tail = result.catch(() => undefined).finally(async () => {
       st.queued--;
-      await this.afterRun(room, st).catch((err: unknown) => console.error("arbiter worker:", err));
+      await this.afterRun(room, st).catch((err: unknown) => this.report(err));
     });
     return result;
   }
@@ -114,11 +114,19 @@ export class Arbiter {
     }
   }
 
+  /**
+   * A background step that failed. Once the server is closing, a step still running finds the
+   * store closed under it (a post heard just before the close): that is no fault to report.
+   */
+  private report(err: unknown): void {
+    if (!this.stopped) console.error("arbiter worker:", err);
+  }
+
   /** Starts the premium rooms' background worker. */
   start(): void {
     if (this.unsubscribe || !this.configured) return;
     this.unsubscribe = this.svc.notifier.subscribeAll((room, seq) => {
-      this.heard(room, seq).catch((err: unknown) => console.error("arbiter worker:", err));
+      this.heard(room, seq).catch((err: unknown) => this.report(err));
     });
   }
 
