@@ -291,59 +291,61 @@ const TOUCHES_HELD = /\b(messages|events|rooms|signature_nonces|turn_rooms|turns
 
 /**
  * A transaction's appends in one statement: its message rows, event rows, rooms' new heads, used
- * nonces and turn states (one column array each, unnested side by side), with the NOTIFY payloads
- * that announce them, delivered with the commit and never without it. Its text is fixed (empty
- * arrays write nothing), so it is prepared once per connection.
+ * nonces and turn states, each table's rows as one JSON array of objects (JSON.stringify with the
+ * columns' keys: serialised natively, where pg's array parameters escaped every element in
+ * JavaScript), with the NOTIFY payloads that announce them, delivered with the commit and never
+ * without it. Its text is fixed (empty arrays write nothing), so it is prepared once per connection.
  */
 const FLUSH_HELD = `WITH m AS (
     INSERT INTO messages (room, seq, agent_id, text, ts, reply_to, mentions, mention_keys, auth, key_ref, pubkey_hex, signature_hex, ts_iso, memory_root, hash)
-    SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[],
-      $11::text[], $12::text[], $13::text[], $14::text[], $15::text[])
+    SELECT * FROM json_to_recordset($1::json) AS x(room text, seq int, "agentId" text, text text, ts text, "replyTo" int, mentions text,
+      "mentionKeys" text, auth text, "keyRef" text, "pubkeyHex" text, "signatureHex" text, "tsIso" text, "memoryRoot" text, hash text)
   ), e AS (
     INSERT INTO events (room, seq, ts, type, actor, payload, server, prev, sig, leaf_hash, checkpoint)
-    SELECT * FROM unnest($16::text[], $17::int[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[], $23::text[], $24::text[], $25::text[], $26::text[])
+    SELECT * FROM json_to_recordset($2::json) AS x(room text, seq int, ts text, type text, actor text, payload text, server text, prev text,
+      sig text, "leafHash" text, checkpoint text)
   ), h AS (
-    UPDATE rooms AS r SET head_size = v.head_size, head_leaf = v.head_leaf, head_root = v.head_root, frontier = v.frontier,
-      checkpoint = v.checkpoint, status = v.status, message_count = v.message_count, agent_count = v.agent_count,
-      last_activity_at = v.last_activity_at, expires_at = v.expires_at
-    FROM unnest($27::text[], $28::int[], $29::text[], $30::text[], $31::text[], $32::text[], $33::text[], $34::int[], $35::int[], $36::text[], $37::text[])
-      AS v(uuid, head_size, head_leaf, head_root, frontier, checkpoint, status, message_count, agent_count, last_activity_at, expires_at)
+    UPDATE rooms AS r SET head_size = v."headSize", head_leaf = v."headLeaf", head_root = v."headRoot", frontier = v.frontier,
+      checkpoint = v.checkpoint, status = v.status, message_count = v."messageCount", agent_count = v."agentCount",
+      last_activity_at = v."lastActivityAt", expires_at = v."expiresAt"
+    FROM json_to_recordset($3::json) AS v(uuid text, "headSize" int, "headLeaf" text, "headRoot" text, frontier text, checkpoint text,
+      status text, "messageCount" int, "agentCount" int, "lastActivityAt" text, "expiresAt" text)
     WHERE r.uuid = v.uuid
   ), n AS (
-    INSERT INTO signature_nonces (room, pubkey_hex, nonce, seq) SELECT * FROM unnest($40::text[], $41::text[], $42::text[], $43::int[])
+    INSERT INTO signature_nonces (room, pubkey_hex, nonce, seq)
+    SELECT x->>0, x->>1, x->>2, (x->>3)::int FROM json_array_elements($6::json) AS x
   ), tr AS (
-    INSERT INTO turn_rooms (room, status, data) SELECT * FROM unnest($44::text[], $45::text[], $46::text[])
+    INSERT INTO turn_rooms (room, status, data) SELECT * FROM json_to_recordset($7::json) AS x(room text, status text, data text)
     ON CONFLICT (room) DO UPDATE SET status = excluded.status, data = excluded.data
   ), t AS (
     INSERT INTO turns (room, id, agent_id, status, deadline, lease_hash, data)
-    SELECT * FROM unnest($47::text[], $48::int[], $49::text[], $50::text[], $51::text[], $52::text[], $53::text[])
+    SELECT * FROM json_to_recordset($8::json) AS x(room text, id int, "agentId" text, status text, deadline text, "leaseHash" text, data text)
     ON CONFLICT (room, id) DO UPDATE SET agent_id = excluded.agent_id, status = excluded.status, deadline = excluded.deadline,
       lease_hash = excluded.lease_hash, data = excluded.data
   )
-  SELECT pg_notify($38, p) FROM unnest($39::text[]) AS p`;
+  SELECT pg_notify($4, p) FROM unnest($5::text[]) AS p`;
+
+/** The keys FLUSH_HELD reads of each row (JSON.stringify writes these alone, in this order). */
+const MESSAGE_KEYS = ["room", "seq", "agentId", "text", "ts", "replyTo", "mentions", "mentionKeys", "auth", "keyRef", "pubkeyHex", "signatureHex", "tsIso", "memoryRoot", "hash"];
+const EVENT_KEYS = ["room", "seq", "ts", "type", "actor", "payload", "server", "prev", "sig", "leafHash", "checkpoint"];
+const HEAD_KEYS = ["uuid", "headSize", "headLeaf", "headRoot", "frontier", "checkpoint", "status", "messageCount", "agentCount", "lastActivityAt", "expiresAt"];
+const TURN_ROOM_KEYS = ["room", "status", "data"];
+const TURN_KEYS = ["room", "id", "agentId", "status", "deadline", "leaseHash", "data"];
 
 function flushValues(held: Held, announce: readonly string[]): unknown[] {
   return [
-    ...columns(held.messages, [(m) => m.room, (m) => m.seq, (m) => m.agentId, (m) => m.text, (m) => m.ts, (m) => m.replyTo, (m) => m.mentions,
-      (m) => m.mentionKeys, (m) => m.auth, (m) => m.keyRef, (m) => m.pubkeyHex, (m) => m.signatureHex, (m) => m.tsIso, (m) => m.memoryRoot, (m) => m.hash]),
-    ...columns(held.events, [(e) => e.room, (e) => e.seq, (e) => e.ts, (e) => e.type, (e) => e.actor, (e) => e.payload, (e) => e.server, (e) => e.prev,
-      (e) => e.sig ?? null, (e) => e.leafHash, (e) => e.checkpoint]),
-    ...columns(held.rooms, [([u]) => u, ([, r]) => r.headSize, ([, r]) => r.headLeaf, ([, r]) => r.headRoot, ([, r]) => r.frontier, ([, r]) => r.checkpoint,
-      ([, r]) => r.status, ([, r]) => r.messageCount, ([, r]) => r.agentCount, ([, r]) => r.lastActivityAt, ([, r]) => r.expiresAt]),
+    JSON.stringify(held.messages, MESSAGE_KEYS),
+    JSON.stringify(held.events, EVENT_KEYS),
+    JSON.stringify(held.rooms.map(([uuid, head]) => ({ ...head, uuid })), HEAD_KEYS),
     NOTIFY_CHANNEL,
     announce,
-    ...columns(held.nonces, [(n) => n[0], (n) => n[1], (n) => n[2], (n) => n[3]]),
-    ...columns([...held.turnRooms.values()], [(r) => r.room, (r) => r.status, (r) => r.data]),
-    ...columns([...held.turns.values()], [(t) => t.room, (t) => t.id, (t) => t.agentId, (t) => t.status, (t) => t.deadline, (t) => t.leaseHash, (t) => t.data]),
+    JSON.stringify(held.nonces),
+    JSON.stringify([...held.turnRooms.values()], TURN_ROOM_KEYS),
+    JSON.stringify([...held.turns.values()], TURN_KEYS),
   ];
 }
 /** Past this many, knownAgents starts again empty (a miss costs one statement). */
 const KNOWN_AGENTS_MAX = 200_000;
-
-/** Rows as one array per column, for a statement that unnests them (a fixed number of parameters for any number of rows). */
-function columns<T>(rows: readonly T[], pick: ((row: T) => unknown)[]): unknown[][] {
-  return pick.map((column) => rows.map(column));
-}
 
 /**
  * The writer of one transaction. A savepoint (group commit: one per queued write) is opened only
@@ -355,9 +357,25 @@ function columns<T>(rows: readonly T[], pick: ((row: T) => unknown)[]): unknown[
  * While no savepoint is pending or open, the rows a batch's posts and turns write (Held) are held
  * back and written by one statement with the commit's NOTIFY (FLUSH_HELD); the rooms' rows,
  * webhooks and pins come from the lock statement (LOCK_ROOMS). A batch of posts over many rooms is
- * then four statements: BEGIN, the lock, the flush, COMMIT.
+ * then four statements in two round trips: BEGIN with the lock, the flush with COMMIT.
  */
-type PgWriter = StoreWriter & { flushHeld(announce?: readonly string[]): Promise<void> };
+type PgWriter = StoreWriter & {
+  /** Writes what is held, with `announce` to be delivered by the commit, and commits: one round trip. */
+  commit(announce: readonly string[]): Promise<void>;
+};
+
+/**
+ * Two statements sent one after the other without waiting (the pool's connections pipeline): one
+ * round trip for both. Waits for both answers (neither is left to fail unheard) and throws the
+ * first failure. After a failed statement in a transaction PostgreSQL answers a COMMIT with a
+ * rollback, not an error: the first statement's failure is what the caller sees.
+ */
+async function both<A, B>(first: Promise<A>, second: Promise<B>): Promise<[A, B]> {
+  const [a, b] = await Promise.allSettled([first, second]);
+  if (a.status === "rejected") throw a.reason;
+  if (b.status === "rejected") throw b.reason;
+  return [a.value, b.value];
+}
 
 function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): PgWriter {
   let savepoints = 0;
@@ -411,7 +429,9 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): PgWriter {
   return {
     ...reader,
     ...adminPgWriter(client),
-    flushHeld,
+    // flushHeld sends its statement before its first await (no statement goes before it while
+    // nothing is held back), so COMMIT follows it on the wire.
+    commit: async (announce) => void (await both(flushHeld(announce), raw.query("COMMIT"))),
     // A locked room's row, webhooks and pins as the lock statement read them, until a statement changes them.
     getRoom: async (uuid) => state.locked.get(uuid)?.row ?? reader.getRoom(uuid),
     listWebhooks: async (room) => (state.locked.get(room)?.hasWebhooks === false ? [] : reader.listWebhooks(room)),
@@ -657,7 +677,9 @@ export interface PgStoreOptions {
 /** Connects, applies the committed migrations (once, under an advisory lock) and returns the store. */
 export async function openPgStore(url: string, options: PgStoreOptions = {}): Promise<Store & { pool: pg.Pool; url: string; origin: string }> {
   const { default: driver } = await import("pg");
-  const pool = new driver.Pool({ connectionString: url, max: options.maxConnections ?? 10, connectionTimeoutMillis: 5_000 });
+  // Pipelined: a statement is sent without waiting for the answer to the one before, so a write
+  // transaction sends BEGIN with its lock statement and its last rows with COMMIT (both()).
+  const pool = new driver.Pool({ connectionString: url, max: options.maxConnections ?? 10, connectionTimeoutMillis: 5_000, pipeline: true });
   // An idle client that loses its connection (the database restarted) is dropped by the pool; the
   // error must not crash the process.
   pool.on("error", () => {});
@@ -675,22 +697,23 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     let broken = false;
     let state: TxState | undefined;
     try {
-      await client.query("BEGIN");
       state = { optimistic: options.optimistic === true, knownAgents, agents: [], locked: new Map(), held: noneHeld() };
       if (lockRooms.length > 0) {
-        const locked = await client.query<RoomRow & { hasWebhooks: boolean; keys: Record<string, string> }>({ name: "lock_rooms", text: LOCK_ROOMS, values: [[...new Set(lockRooms)].sort()] });
+        const [, locked] = await both(
+          client.query("BEGIN"),
+          client.query<RoomRow & { hasWebhooks: boolean; keys: Record<string, string> }>({ name: "lock_rooms", text: LOCK_ROOMS, values: [[...new Set(lockRooms)].sort()] }),
+        );
         for (const { hasWebhooks, keys, ...row } of locked.rows) state.locked.set(row.uuid, { row, hasWebhooks, keys });
-      }
+      } else await client.query("BEGIN");
       const writer = writerOn(client, heads, state);
       const value = await fn(writer);
       // The held rows and the announcement (NOTIFY payloads are limited to 8000 bytes: in chunks).
       const announced = [...heads];
       const chunks: string[] = [];
       for (let i = 0; i < announced.length; i += NOTIFY_CHUNK) chunks.push(JSON.stringify({ from: origin, heads: announced.slice(i, i + NOTIFY_CHUNK) } satisfies Announcement));
-      if (state.aborted === undefined) await writer.flushHeld(chunks);
       // A statement failed outside any savepoint: PostgreSQL has aborted the transaction.
       if (state.aborted !== undefined) throw state.aborted;
-      await client.query("COMMIT");
+      await writer.commit(chunks);
       if (knownAgents.size + state.agents.length > KNOWN_AGENTS_MAX) knownAgents.clear();
       for (const key of state.agents) knownAgents.add(key);
       options.committed?.();
