@@ -12,7 +12,7 @@ import { loadConfig } from "../lib/config";
 import { bytesToBase64, bytesToHex } from "../lib/log/bytes";
 import { signCheckpoint } from "../lib/log/checkpoint";
 import { eventLeafHash, signAgentWrite, ZERO_HASH_HEX } from "../lib/log/event";
-import { frontierAppend, frontierRoot, frontierToHex, type Frontier } from "../lib/log/merkle";
+import { frontierAppend, frontierRoot, frontierToText, type Frontier } from "../lib/log/merkle";
 import { createServices } from "../lib/services";
 import type { Services } from "../lib/services/context";
 import { postMessage } from "../lib/services/messages";
@@ -94,7 +94,7 @@ function rebuildChain(demo: DemoRoom, db: Db): void {
   });
   const messageCount = (db.prepare("SELECT count(*) AS n FROM messages WHERE room = ?").get(demo.room) as { n: number }).n;
   db.prepare("UPDATE rooms SET head_size = ?, head_leaf = ?, head_root = ?, frontier = ?, checkpoint = ?, message_count = ? WHERE uuid = ?")
-    .run(rows.length, prev, bytesToBase64(frontierRoot(frontier)), JSON.stringify(frontierToHex(frontier)), checkpoint, messageCount, demo.room);
+    .run(rows.length, prev, bytesToBase64(frontierRoot(frontier)), frontierToText(frontier), checkpoint, messageCount, demo.room);
 }
 
 export interface Attack {

@@ -65,13 +65,17 @@ export function signCheckpoint(args: {
   pubkey: Uint8Array;
   sign: (msg: Uint8Array) => Uint8Array;
 }): string {
-  if (!isValidKeyName(args.keyName)) throw new Error('checkpoint: invalid key name');
-  if (args.pubkey.length !== 32) throw new Error('checkpoint: pubkey must be 32 bytes');
   const body = checkpointBody(args.origin, args.size, args.root);
-  const sig = args.sign(utf8(body));
+  return checkpointNote(body, args.keyName, args.pubkey, args.sign(utf8(body)));
+}
+
+/** The signed note of a checkpoint body (checkpointBody's) and its Ed25519 signature `sig`, made with the key `pubkey` named `keyName`. */
+export function checkpointNote(body: string, keyName: string, pubkey: Uint8Array, sig: Uint8Array): string {
+  if (!isValidKeyName(keyName)) throw new Error('checkpoint: invalid key name');
+  if (pubkey.length !== 32) throw new Error('checkpoint: pubkey must be 32 bytes');
   if (sig.length !== 64) throw new Error('checkpoint: Ed25519 signature must be 64 bytes');
-  const blob = bytesToBase64(concatBytes(keyId(args.keyName, args.pubkey), sig));
-  return `${body}\n${SIG_PREFIX}${args.keyName} ${blob}\n`;
+  const blob = bytesToBase64(concatBytes(keyId(keyName, pubkey), sig));
+  return `${body}\n${SIG_PREFIX}${keyName} ${blob}\n`;
 }
 
 /** Strict parse of a checkpoint note. Returns null for anything malformed; never throws. */

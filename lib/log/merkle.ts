@@ -154,11 +154,28 @@ export function frontierRoot(frontier: Frontier): Uint8Array {
   return acc;
 }
 
-export function frontierToHex(frontier: Frontier): string[] {
-  return frontier.map(bytesToHex);
+const HEX_PER_NODE = 2 * HASH_LEN;
+
+/**
+ * A frontier as a room's row stores it: its nodes' hex one after another, 64 digits a node. An
+ * append replaces only a frontier's last nodes and shares the others, so given the frontier
+ * `before` it (and `beforeText`, its text) only the new nodes are converted.
+ */
+export function frontierToText(frontier: Frontier, before?: Frontier, beforeText?: string): string {
+  let shared = 0;
+  if (before && beforeText?.length === before.length * HEX_PER_NODE) {
+    while (shared < before.length && shared < frontier.length && frontier[shared] === before[shared]) shared++;
+  }
+  let text = beforeText?.slice(0, shared * HEX_PER_NODE) ?? '';
+  for (let i = shared; i < frontier.length; i++) text += bytesToHex(frontier[i]);
+  return text;
 }
 
-export function frontierFromHex(hexes: string[]): Frontier {
+/** The frontier of a row's text: frontierToText's, or the JSON array of hex nodes rows held before it. */
+export function frontierFromText(text: string): Frontier {
+  const hexes: string[] = [];
+  if (text.startsWith('[')) hexes.push(...(JSON.parse(text) as string[]));
+  else for (let i = 0; i < text.length; i += HEX_PER_NODE) hexes.push(text.slice(i, i + HEX_PER_NODE));
   return hexes.map((h) => {
     const b = hexToBytes(h);
     if (b.length !== HASH_LEN) throw new Error('merkle: frontier entry must be 32 bytes');

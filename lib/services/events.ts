@@ -1,7 +1,7 @@
 import { bytesToBase64, bytesToHex, utf8 } from "../log/bytes";
-import { checkpointBody, signCheckpoint } from "../log/checkpoint";
+import { checkpointBody, checkpointNote, signCheckpoint } from "../log/checkpoint";
 import { eventLeafHash, type EventSig, type LogEvent } from "../log/event";
-import { frontierAppend, frontierFromHex, frontierRoot, frontierToHex, type Frontier } from "../log/merkle";
+import { frontierAppend, frontierFromText, frontierRoot, frontierToText, type Frontier } from "../log/merkle";
 import { eventProblem, type EventType } from "../domain/catalogue";
 import { eventToRow } from "../store/rows";
 import { RetryWithSavepoints } from "../store/repository";
@@ -108,7 +108,7 @@ export async function appendEvent(svc: Services, tx: Tx, room: RoomRow, input: N
 const frontiers = (svc: Services) => svc.caches.of<Frontier>("frontiers", 1024);
 
 function roomFrontier(svc: Services, room: RoomRow): Frontier {
-  return frontiers(svc).peek(room.uuid, room.frontier) ?? frontierFromHex(JSON.parse(room.frontier) as string[]);
+  return frontiers(svc).peek(room.uuid, room.frontier) ?? frontiers(svc).set(room.uuid, room.frontier, frontierFromText(room.frontier));
 }
 
 /** A room's appends in the open transaction, written and signed when its work is done. */
@@ -123,7 +123,7 @@ interface PendingHead {
   rows: EventRow[];
   receipts: Receipt[];
   /** Its checkpoint's signature, asked for ahead (signAhead) for this frontier. */
-  ahead?: { frontier: Frontier; root: Uint8Array; ticket: SignTicket };
+  ahead?: { frontier: Frontier; root: Uint8Array; body: string; ticket: SignTicket };
 }
 
 /**
@@ -175,7 +175,7 @@ function signAhead(svc: Services, heads: Map<string, PendingHead>, room: string)
   if (!head) return;
   const root = frontierRoot(head.frontier);
   const body = checkpointBody(`${svc.originHost}/room/${room}`, head.room.headSize, root);
-  head.ahead = { frontier: head.frontier, root, ticket: svc.key.signSoon(utf8(body)) };
+  head.ahead = { frontier: head.frontier, root, body, ticket: svc.key.signSoon(utf8(body)) };
 }
 
 /**
@@ -192,23 +192,22 @@ async function signHeads(svc: Services, w: StoreWriter, heads: Map<string, Pendi
   if (heads.size === 0) return;
   if (svc.store.dialect === "postgres" && heads.size > 1) {
     for (const [uuid, head] of heads) if (head.ahead?.frontier !== head.frontier) signAhead(svc, heads, uuid);
-    await Promise.all([...heads.values()].map((head) => head.ahead!.ticket.settled(SIGNER_WAIT_MS)));
+    const waiting = [...heads.values()].filter((head) => !head.ahead!.ticket.ready());
+    if (waiting.length > 0) await Promise.all(waiting.map((head) => head.ahead!.ticket.settled(SIGNER_WAIT_MS)));
   }
   for (const [uuid, head] of heads) {
     // The frontier is replaced at each append, never changed in place: the same one, the same tree.
     const ahead = head.ahead?.frontier === head.frontier ? head.ahead : undefined;
     const root = ahead?.root ?? frontierRoot(head.frontier);
     head.room.headRoot = bytesToBase64(root);
-    head.room.frontier = JSON.stringify(frontierToHex(head.frontier));
+    // The row still holds the frontier's text before the batch: its nodes the appends kept keep their text.
+    const before = head.room.frontier;
+    head.room.frontier = frontierToText(head.frontier, frontiers(svc).peek(uuid, before), before);
     frontiers(svc).set(uuid, head.room.frontier, head.frontier);
-    const checkpoint = signCheckpoint({
-      origin: `${svc.originHost}/room/${uuid}`,
-      size: head.room.headSize,
-      root,
-      keyName: svc.key.keyName,
-      pubkey: svc.key.pubkey,
-      sign: ahead ? () => ahead.ticket.take() : svc.key.sign,
-    });
+    const { keyName, pubkey } = svc.key;
+    const checkpoint = ahead
+      ? checkpointNote(ahead.body, keyName, pubkey, ahead.ticket.take())
+      : signCheckpoint({ origin: `${svc.originHost}/room/${uuid}`, size: head.room.headSize, root, keyName, pubkey, sign: svc.key.sign });
     head.rows.at(-1)!.checkpoint = checkpoint;
     head.room.checkpoint = checkpoint;
     for (const receipt of head.receipts) receipt.checkpoint = checkpoint;

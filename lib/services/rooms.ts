@@ -66,7 +66,7 @@ export async function createRoom(svc: Services, caller: Caller, input: CreateRoo
       headSize: 0,
       headLeaf: ZERO_HASH_HEX,
       headRoot: bytesToBase64(EMPTY_ROOT),
-      frontier: "[]",
+      frontier: "",
       checkpoint: "",
       arbiterWatermark: 0,
       arbiterCalls: 0,

@@ -328,7 +328,6 @@ const FLUSH_HELD = `WITH m AS (
 /** The keys FLUSH_HELD reads of each row (JSON.stringify writes these alone, in this order). */
 const MESSAGE_KEYS = ["room", "seq", "agentId", "text", "ts", "replyTo", "mentions", "mentionKeys", "auth", "keyRef", "pubkeyHex", "signatureHex", "tsIso", "memoryRoot", "hash"];
 const EVENT_KEYS = ["room", "seq", "ts", "type", "actor", "payload", "server", "prev", "sig", "leafHash", "checkpoint"];
-const HEAD_KEYS = ["uuid", "headSize", "headLeaf", "headRoot", "frontier", "checkpoint", "status", "messageCount", "agentCount", "lastActivityAt", "expiresAt"];
 const TURN_ROOM_KEYS = ["room", "status", "data"];
 const TURN_KEYS = ["room", "id", "agentId", "status", "deadline", "leaseHash", "data"];
 
@@ -336,7 +335,11 @@ function flushValues(held: Held, announce: readonly string[]): unknown[] {
   return [
     JSON.stringify(held.messages, MESSAGE_KEYS),
     JSON.stringify(held.events, EVENT_KEYS),
-    JSON.stringify(held.rooms.map(([uuid, head]) => ({ ...head, uuid })), HEAD_KEYS),
+    // The heads are whole room rows: only the columns the update writes are copied.
+    JSON.stringify(held.rooms.map(([uuid, h]) => ({
+      uuid, headSize: h.headSize, headLeaf: h.headLeaf, headRoot: h.headRoot, frontier: h.frontier, checkpoint: h.checkpoint, status: h.status,
+      messageCount: h.messageCount, agentCount: h.agentCount, lastActivityAt: h.lastActivityAt, expiresAt: h.expiresAt,
+    }))),
     NOTIFY_CHANNEL,
     announce,
     JSON.stringify(held.nonces),

@@ -20,7 +20,7 @@ export const rooms = sqliteTable(
     headSize: integer("head_size").notNull(),
     headLeaf: text("head_leaf").notNull(), // hex leaf hash of the last event: the next event's prev
     headRoot: text("head_root").notNull(), // base64 root
-    frontier: text("frontier").notNull(), // JSON array of hex subtree roots on the right edge
+    frontier: text("frontier").notNull(), // the hex of the subtree roots on the right edge, 64 digits each (frontierToText; rows written before: a JSON array of them)
     checkpoint: text("checkpoint").notNull(), // latest signed note
     // The arbiter (SPEC 5.3): watermark (last message seq extracted) and what it cost.
     arbiterWatermark: integer("arbiter_watermark").notNull().default(0),

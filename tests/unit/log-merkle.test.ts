@@ -5,9 +5,9 @@ import {
   EMPTY_ROOT,
   consistencyProof,
   frontierAppend,
-  frontierFromHex,
+  frontierFromText,
   frontierRoot,
-  frontierToHex,
+  frontierToText,
   inclusionProof,
   leafHash,
   nodeHash,
@@ -74,14 +74,20 @@ test('frontier built incrementally matches rootOf for sizes 0..70', () => {
   assert.deepEqual(frontierRoot(frontier), rootOf([]));
   for (let n = 1; n <= 70; n++) {
     const before = frontier;
-    const snapshot = frontierToHex(before);
+    const snapshot = frontierToText(before);
     frontier = frontierAppend(frontier, n - 1, leaves[n - 1]);
-    assert.deepEqual(frontierToHex(before), snapshot, 'frontierAppend must not mutate its input');
+    assert.deepEqual(frontierToText(before), snapshot, 'frontierAppend must not mutate its input');
     // One entry per set bit of n.
     assert.equal(frontier.length, n.toString(2).replace(/0/g, '').length);
     assert.deepEqual(frontierRoot(frontier), rootOf(leaves.slice(0, n)), `size ${n}`);
-    // Round trip through storage form.
-    assert.deepEqual(frontierFromHex(frontierToHex(frontier)), frontier);
+    // Round trip through storage form, converted whole and from the frontier before (only its new nodes).
+    const text = frontierToText(frontier);
+    assert.equal(text.length, 64 * frontier.length);
+    assert.equal(frontierToText(frontier, before, snapshot), text);
+    assert.deepEqual(frontierFromText(text), frontier);
+    // Rows written before held a JSON array of the nodes' hex: read, and converted whole after.
+    assert.deepEqual(frontierFromText(JSON.stringify(frontier.map(bytesToHex))), frontier);
+    assert.equal(frontierToText(frontier, before, JSON.stringify(before.map(bytesToHex))), text);
   }
 });
 
@@ -90,7 +96,9 @@ test('frontierAppend refuses a frontier that does not fit the size', () => {
   const f2 = frontierAppend(frontierAppend([], 0, leaves[0]), 1, leaves[1]);
   assert.throws(() => frontierAppend(f2, 2 + 1, leaves[2])); // size 3 needs 2 entries
   assert.throws(() => frontierAppend([], 0, new Uint8Array(31)));
-  assert.throws(() => frontierFromHex(['abcd']));
+  assert.throws(() => frontierFromText('abcd'));
+  assert.throws(() => frontierFromText('["abcd"]'));
+  assert.throws(() => frontierFromText('zz'.repeat(32)));
 });
 
 test('C2SP merkle-tree.md seven-entry example', () => {
