@@ -54,8 +54,10 @@ export async function listenForCommits(
   let retryMs = RETRY_MIN_MS;
   let timer: ReturnType<typeof setTimeout> | undefined;
 
+  // This instance's own announcements begin so (pg.ts writes `from` first): skipped unparsed.
+  const own = `{"from":${JSON.stringify(self)},`;
   const onNotification = (msg: pg.Notification) => {
-    if (msg.channel !== NOTIFY_CHANNEL || !msg.payload) return;
+    if (msg.channel !== NOTIFY_CHANNEL || !msg.payload || msg.payload.startsWith(own)) return;
     const announced = parseAnnouncement(msg.payload);
     if (announced && announced.from !== self) for (const [room, seq] of announced.heads) notifier.publish(room, seq);
   };

@@ -375,7 +375,13 @@ async function both<A, B>(first: Promise<A>, second: Promise<B>): Promise<[A, B]
   return [a.value, b.value];
 }
 
-function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): PgWriter {
+/**
+ * The writer of one pooled connection, made once per connection (not its hundred methods again
+ * for every transaction) and given each transaction's heads and state by begin().
+ */
+function writerOf(raw: pg.PoolClient): (heads: Heads, state: TxState) => PgWriter {
+  let heads!: Heads;
+  let state!: TxState;
   let savepoints = 0;
   /** The savepoint to open before the next write, and the one that is open. */
   let pending: string | undefined;
@@ -424,7 +430,7 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): PgWriter {
     if (!holds()) await flushHeld();
   }
   const reader = readerOn(client);
-  return {
+  const writer: PgWriter = {
     ...reader,
     ...adminPgWriter(client),
     // flushHeld sends its statement before its first await (no statement goes before it while
@@ -505,7 +511,7 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): PgWriter {
       // Announced with the commit: the other instances end the room's streams and drop its kept row.
       if (gone) heads.set(uuid, ROOM_GONE);
       if (gone && keepTombstone) {
-        await writerOn(raw, heads, state).insertRoom({ ...gone, status: "expired", description: "", frontier: "[]", checkpoint: "" });
+        await writer.insertRoom({ ...gone, status: "expired", description: "", frontier: "[]", checkpoint: "" });
       }
     },
     insertMessage: (m) => hold((held) => held.messages.push(m)),
@@ -661,11 +667,21 @@ function writerOn(raw: pg.PoolClient, heads: Heads, state: TxState): PgWriter {
       }
     },
   };
+  return (txHeads, txState) => {
+    heads = txHeads;
+    state = txState;
+    savepoints = writes = 0;
+    pending = open = undefined;
+    return writer;
+  };
 
   async function one<T>(text: string, values: unknown[]): Promise<T | undefined> {
     return (await client.query<T & pg.QueryResultRow>(text, values)).rows[0];
   }
 }
+
+/** Each pooled connection's writer (writerOf). */
+const writers = new WeakMap<pg.PoolClient, ReturnType<typeof writerOf>>();
 
 export interface PgStoreOptions {
   /** Pool size per instance. */
@@ -703,7 +719,9 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
         );
         for (const { hasWebhooks, keys, ...row } of locked.rows) state.locked.set(row.uuid, { row, hasWebhooks, keys });
       } else await client.query("BEGIN");
-      const writer = writerOn(client, heads, state);
+      let writerFor = writers.get(client);
+      if (!writerFor) writers.set(client, (writerFor = writerOf(client)));
+      const writer = writerFor(heads, state);
       const value = await fn(writer);
       // The held rows and the announcement (NOTIFY payloads are limited to 8000 bytes: in chunks).
       const announced = [...heads];
