@@ -1,6 +1,9 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import crypto from "node:crypto";
 import { startApi, type TestApi } from "../helpers/server";
+import { rawSql } from "../helpers/db";
+import { testAgent } from "../helpers/agent";
 
 let f: TestApi;
 before(async () => (f = await startApi({ PARLEY_ADMIN_TOKEN: "admin-token-for-tests-0123456789" })));
@@ -213,5 +216,19 @@ describe("owner actions", () => {
     const r = await f.api.post("/api/rooms/3b2f6c1e-8a4d-4f7b-9c21-5d0e8f6a1b23/close", {}, { authorization: "Bearer x" });
     assert.equal(r.status, 404);
     assert.equal(r.body.code, "room_not_found");
+  });
+
+  test("deleting a room leaves none of its rows: its log, used nonces, turns and agents", async () => {
+    const plain = await f.api.room();
+    const sig = testAgent(crypto.randomBytes(32)).signMessage(plain.uuid, "dora", { text: "signed" });
+    assert.equal((await f.api.say(plain.uuid, "dora", "signed", { sig })).status, 201);
+    const turns = (await f.api.post("/api/rooms", { mode: "turns", turns: { participants: ["a", "b"] } })).body as { uuid: string; owner_token: string };
+    const tables = ["events", "messages", "signature_nonces", "turns", "turn_rooms", "room_agents"];
+    const rows = async (room: string) =>
+      Promise.all(tables.map(async (t) => Number((await rawSql<{ n: number }>(f.server.svc, `SELECT count(*) AS n FROM ${t} WHERE room = ?`, [room]))[0]!.n)));
+    const [a, b] = [await rows(plain.uuid), await rows(turns.uuid)];
+    assert.deepEqual(tables.filter((_, i) => a[i]! + b[i]! === 0), [], "every table has rows of the two rooms");
+    for (const room of [plain, turns]) assert.equal((await f.api.del(`/api/rooms/${room.uuid}`, { authorization: `Bearer ${room.owner_token}` })).status, 200);
+    assert.deepEqual([...(await rows(plain.uuid)), ...(await rows(turns.uuid))], Array(2 * tables.length).fill(0));
   });
 });
