@@ -293,7 +293,8 @@ const TOUCHES_HELD = /\b(messages|events|rooms|signature_nonces|turn_rooms|turns
  * A transaction's appends in one statement: its message rows, event rows, rooms' new heads, used
  * nonces and turn states, each table's rows as one JSON array of objects keyed by their columns
  * (serialised natively, where pg's array parameters escaped every element in JavaScript), with the
- * NOTIFY payloads that announce them, delivered with the commit and never without it. Its text is fixed (empty arrays write nothing), so it is prepared once per connection.
+ * NOTIFY payloads that announce them, delivered with the commit and never without it. Its text is
+ * fixed (empty arrays write nothing), so it is prepared once per connection.
  */
 const FLUSH_HELD = `WITH m AS (
     INSERT INTO messages (room, seq, agent_id, text, ts, reply_to, mentions, mention_keys, auth, key_ref, pubkey_hex, signature_hex, ts_iso, memory_root, hash)
@@ -377,7 +378,7 @@ async function both<A, B>(first: Promise<A>, second: Promise<B>): Promise<[A, B]
 
 /**
  * The writer of one pooled connection, made once per connection (not its hundred methods again
- * for every transaction) and given each transaction's heads and state by begin().
+ * for every transaction): the function it returns gives it a transaction's heads and state.
  */
 function writerOf(raw: pg.PoolClient): (heads: Heads, state: TxState) => PgWriter {
   let heads!: Heads;
@@ -511,7 +512,7 @@ function writerOf(raw: pg.PoolClient): (heads: Heads, state: TxState) => PgWrite
       // Announced with the commit: the other instances end the room's streams and drop its kept row.
       if (gone) heads.set(uuid, ROOM_GONE);
       if (gone && keepTombstone) {
-        await writer.insertRoom({ ...gone, status: "expired", description: "", frontier: "[]", checkpoint: "" });
+        await writer.insertRoom({ ...gone, status: "expired", description: "", frontier: "", checkpoint: "" });
       }
     },
     insertMessage: (m) => hold((held) => held.messages.push(m)),

@@ -428,7 +428,7 @@ function writerOn(sqlite: Database.Database, heads: Heads): StoreWriter & { flus
       flushTurns(); // the cascade takes them too
       deleteRoom.run(uuid);
       if (row && keepTombstone) {
-        insertRoom.run({ ...row, isPublic: bool(row.isPublic), status: "expired", description: "", frontier: "[]", checkpoint: "" });
+        insertRoom.run({ ...row, isPublic: bool(row.isPublic), status: "expired", description: "", frontier: "", checkpoint: "" });
       }
     },
     insertMessage: async (m) => void insertMessage.run(m),
