@@ -232,3 +232,20 @@ describe("owner actions", () => {
     assert.deepEqual([...(await rows(plain.uuid)), ...(await rows(turns.uuid))], Array(2 * tables.length).fill(0));
   });
 });
+
+describe("a room's stored head", () => {
+  test("a frontier stored as a JSON array (rows written before the hex text) is read, appended to and written back as hex; the room verifies", async () => {
+    const { uuid } = await f.api.room();
+    for (const text of ["one", "two", "three"]) assert.equal((await f.api.say(uuid, "a", text)).status, 201);
+    const frontier = async () => (await rawSql<{ frontier: string }>(f.server.svc, "SELECT frontier FROM rooms WHERE uuid = ?", [uuid]))[0]!.frontier;
+    const hex = await frontier();
+    assert.match(hex, /^(?:[0-9a-f]{64})+$/, "the nodes' hex, 64 digits each");
+    // As an older release wrote it (on PostgreSQL the next write's lock statement reads it back).
+    await rawSql(f.server.svc, "UPDATE rooms SET frontier = ? WHERE uuid = ?", [JSON.stringify(hex.match(/.{64}/g)), uuid]);
+    for (const text of ["four", "five"]) assert.equal((await f.api.say(uuid, "a", text)).status, 201);
+    assert.match(await frontier(), /^(?:[0-9a-f]{64})+$/);
+    const verified = await f.api.post(`/api/rooms/${uuid}/verify`, {});
+    assert.equal(verified.body.verdict, "CLEAN", JSON.stringify(verified.body.failures));
+    assert.equal((await f.api.get(`/api/rooms/${uuid}`)).body.head.size, 6);
+  });
+});
