@@ -8,7 +8,7 @@
 // During a rolling deploy, instances of the release before the origin was added announce a bare
 // array of heads; those are heard too (never their own: they carry no origin).
 import type pg from "pg";
-import { NOTIFY_CHANNEL, type Announcement } from "../store/pg";
+import { NOTIFY_CHANNEL, ownAnnouncements, type Announcement } from "../store/pg";
 import type { Notifier } from "./notifier";
 
 export interface CommitListener {
@@ -54,8 +54,8 @@ export async function listenForCommits(
   let retryMs = RETRY_MIN_MS;
   let timer: ReturnType<typeof setTimeout> | undefined;
 
-  // This instance's own announcements begin so (pg.ts writes `from` first): skipped unparsed.
-  const own = `{"from":${JSON.stringify(self)},`;
+  // This instance's own announcements are skipped unparsed (and, should one not match, by `from`).
+  const own = ownAnnouncements(self);
   const onNotification = (msg: pg.Notification) => {
     if (msg.channel !== NOTIFY_CHANNEL || !msg.payload || msg.payload.startsWith(own)) return;
     const announced = parseAnnouncement(msg.payload);

@@ -30,6 +30,11 @@ export interface Announcement {
   heads: [room: string, seq: number][];
 }
 
+/** One NOTIFY payload, `from` first: the start of every payload of one store is ownAnnouncements(origin). */
+export const announcement = (from: string, heads: Announcement["heads"]) => JSON.stringify({ from, heads } satisfies Announcement);
+/** How every payload a store announces begins (its instance skips them unparsed). */
+export const ownAnnouncements = (origin: string) => announcement(origin, []).slice(0, -"[]}".length);
+
 // Column lists, read back under the names the row types use.
 const EVENT_COLS = `room, seq, ts, type, actor, payload, server, prev, sig, leaf_hash AS "leafHash", checkpoint`;
 const MESSAGE_COLS = `room, seq, agent_id AS "agentId", text, ts, reply_to AS "replyTo", mentions, mention_keys AS "mentionKeys", auth, key_ref AS "keyRef",
@@ -727,7 +732,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
       // The held rows and the announcement (NOTIFY payloads are limited to 8000 bytes: in chunks).
       const announced = [...heads];
       const chunks: string[] = [];
-      for (let i = 0; i < announced.length; i += NOTIFY_CHUNK) chunks.push(JSON.stringify({ from: origin, heads: announced.slice(i, i + NOTIFY_CHUNK) } satisfies Announcement));
+      for (let i = 0; i < announced.length; i += NOTIFY_CHUNK) chunks.push(announcement(origin, announced.slice(i, i + NOTIFY_CHUNK)));
       // A statement failed outside any savepoint: PostgreSQL has aborted the transaction.
       if (state.aborted !== undefined) throw state.aborted;
       await writer.commit(chunks);
