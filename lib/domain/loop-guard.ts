@@ -62,59 +62,74 @@ export const messagesToRead = (limits: LoopGuardLimits): number =>
   limits.streak === 0 && limits.pair === 0 ? 0 : Math.max(limits.streak, limits.pair) + 1;
 
 /**
- * Agents' messages only, newest first. A loop, not `filter` and `reverse`: over the windows the
- * service keeps (frozen arrays, lib/services/loop-guard.ts) `filter` took about 3 µs where this
- * takes under 1, twice a post.
+ * A message as the rules read it, worked out once when it enters a room's window (the service
+ * keeps the window from post to post, lib/services/loop-guard.ts): its author's key, null for the
+ * service's own messages (which the rules skip), and its time in ms. Every post reads the whole
+ * window (pair + 1 messages, 61 by default): parsing its times and keying its names on each read
+ * was about a tenth of the main thread's work a post.
  */
-function agentsOnly(recent: readonly Spoken[]): Spoken[] {
-  const newestFirst: Spoken[] = [];
-  for (let i = recent.length - 1; i >= 0; i--) {
-    const m = recent[i]!;
-    if (!SERVICE_ACTORS.has(m.agentId)) newestFirst.push(m);
-  }
-  return newestFirst;
+export interface Heard {
+  seq?: number;
+  agentId: string;
+  key: string | null;
+  ms: number;
 }
 
-/** The latest speaker's run: its messages back to someone else's or to a pause of `pauseMs`. */
-function run(newestFirst: Spoken[], pauseMs: number, nowMs: number): { agent: Spoken; count: number } | null {
-  const first = newestFirst[0];
-  if (!first) return null;
-  if (nowMs - Date.parse(first.ts) >= pauseMs) return { agent: first, count: 0 }; // it has rested
-  const key = agentKey(first.agentId);
+const hear = (m: Spoken): Heard => ({ seq: m.seq, agentId: m.agentId, key: SERVICE_ACTORS.has(m.agentId) ? null : agentKey(m.agentId), ms: Date.parse(m.ts) });
+
+/** `recent` (oldest first, as the store returns them) as the rules read them. */
+export const heard = (recent: readonly Spoken[]): Heard[] => recent.map(hear);
+
+/** `recent` and then `m`. */
+export const heardAfter = (recent: readonly Heard[], m: Spoken): Heard[] => [...recent, hear(m)];
+
+/** The index of the newest agent's message at or before `i` in `recent`, or -1. */
+function agentAt(recent: readonly Heard[], i: number): number {
+  while (i >= 0 && recent[i]!.key === null) i--;
+  return i;
+}
+
+/** The latest speaker's run: its messages back to someone else's or to a pause of `pauseMs`; `oldest` is the run's first. */
+function run(recent: readonly Heard[], pauseMs: number, nowMs: number): { agent: Heard; count: number; oldest: Heard } | null {
+  const i = agentAt(recent, recent.length - 1);
+  if (i < 0) return null;
+  const first = recent[i]!;
+  if (nowMs - first.ms >= pauseMs) return { agent: first, count: 0, oldest: first }; // it has rested
   let count = 1;
-  for (let i = 1; i < newestFirst.length; i++) {
-    const m = newestFirst[i]!;
-    if (agentKey(m.agentId) !== key || Date.parse(newestFirst[i - 1]!.ts) - Date.parse(m.ts) >= pauseMs) break;
+  let oldest = first;
+  for (let j = agentAt(recent, i - 1); j >= 0; j = agentAt(recent, j - 1)) {
+    const m = recent[j]!;
+    if (m.key !== first.key || oldest.ms - m.ms >= pauseMs) break;
+    oldest = m;
     count++;
   }
-  return { agent: first, count };
+  return { agent: first, count, oldest };
 }
 
 /** The two latest speakers' run within the window: messages back to a third agent's or the window's start. */
-function pairRun(newestFirst: Spoken[], windowMs: number, nowMs: number): { agents: [string, string]; count: number } | null {
+function pairRun(recent: readonly Heard[], windowMs: number, nowMs: number): { agents: [string, string]; count: number } | null {
   const since = nowMs - windowMs;
-  const a = newestFirst[0];
-  if (!a || Date.parse(a.ts) <= since) return null;
-  const keyA = agentKey(a.agentId);
-  let b: Spoken | undefined;
+  const i = agentAt(recent, recent.length - 1);
+  const a = recent[i];
+  if (!a || a.ms <= since) return null;
+  let b: Heard | undefined;
   let count = 0;
-  for (const m of newestFirst) {
-    if (Date.parse(m.ts) <= since) break;
-    const key = agentKey(m.agentId);
-    if (key !== keyA) {
+  for (let j = i; j >= 0; j = agentAt(recent, j - 1)) {
+    const m = recent[j]!;
+    if (m.ms <= since) break;
+    if (m.key !== a.key) {
       if (!b) b = m;
-      else if (key !== agentKey(b.agentId)) break;
+      else if (m.key !== b.key) break;
     }
     count++;
   }
   return b ? { agents: [a.agentId, b.agentId], count } : null;
 }
 
-/** The counters over `recent` (oldest first, as the store returns them) at `nowMs`. */
-export function loopGuardState(recent: readonly Spoken[], nowMs: number, limits: LoopGuardLimits): LoopGuardState {
-  const newest = agentsOnly(recent);
-  const streak = limits.streak > 0 ? run(newest, limits.pauseMs, nowMs) : null;
-  const pair = limits.pair > 0 ? pairRun(newest, limits.windowMs, nowMs) : null;
+/** The counters over `recent` (oldest first) at `nowMs`. */
+export function loopGuardState(recent: readonly Heard[], nowMs: number, limits: LoopGuardLimits): LoopGuardState {
+  const streak = limits.streak > 0 ? run(recent, limits.pauseMs, nowMs) : null;
+  const pair = limits.pair > 0 ? pairRun(recent, limits.windowMs, nowMs) : null;
   return {
     streak: streak && { agent_id: streak.agent.agentId, count: streak.count, limit: limits.streak },
     pair: pair && { agents: pair.agents, count: pair.count, limit: limits.pair, window_s: Math.round(limits.windowMs / 1000) },
@@ -131,16 +146,14 @@ export interface StreakRefusal {
 }
 
 /** Whether `agentId` may post now after `recent` (oldest first); the refusal when it may not. */
-export function streakRefusal(recent: readonly Spoken[], agentId: string, nowMs: number, limits: LoopGuardLimits): StreakRefusal | null {
+export function streakRefusal(recent: readonly Heard[], agentId: string, nowMs: number, limits: LoopGuardLimits): StreakRefusal | null {
   if (limits.streak === 0) return null;
-  const newest = agentsOnly(recent);
-  const current = run(newest, limits.pauseMs, nowMs);
-  if (!current || current.count < limits.streak || agentKey(current.agent.agentId) !== agentKey(agentId)) return null;
-  const lastMs = Date.parse(current.agent.ts);
+  const current = run(recent, limits.pauseMs, nowMs);
+  if (!current || current.count < limits.streak || current.agent.key !== agentKey(agentId)) return null;
   return {
     count: current.count,
-    retryAfterS: Math.max(1, Math.ceil((lastMs + limits.pauseMs - nowMs) / 1000)),
-    firstSeq: newest[current.count - 1]!.seq ?? 0,
+    retryAfterS: Math.max(1, Math.ceil((current.agent.ms + limits.pauseMs - nowMs) / 1000)),
+    firstSeq: current.oldest.seq ?? 0,
   };
 }
 

@@ -6,7 +6,7 @@
  */
 import crypto from "node:crypto";
 import { ParleyError } from "../errors";
-import { loopGuardState, messagesToRead, pairOverLimit, streakRefusal, type LoopGuardState, type Spoken } from "../domain/loop-guard";
+import { heard, heardAfter, loopGuardState, messagesToRead, pairOverLimit, streakRefusal, type Heard, type LoopGuardState } from "../domain/loop-guard";
 import { agentKey } from "../domain/names";
 import type { RoomRow, StoreReader } from "../store/types";
 import { raiseAlert } from "../webhooks/outbox";
@@ -23,14 +23,14 @@ export const LOOP_ALERT_PAIR = "loop_guard_pair";
  * reads no rows while the room's last event is the post before it (this instance's), and a room
  * moved by anything else, here or on another instance, has another leaf and is read again.
  */
-const speakers = (svc: Services) => svc.caches.of<readonly Spoken[]>("loop-guard speakers", 1024);
+const speakers = (svc: Services) => svc.caches.of<readonly Heard[]>("loop-guard speakers", 1024);
 
 /** The counters `GET /api/rooms/{id}` shows (what the next post is judged by); null for a turns room. */
 export async function loopGuardOf(svc: Services, reader: Pick<StoreReader, "recentSpeakers">, room: RoomRow, nowMs = svc.clock.now()): Promise<LoopGuardState | null> {
   if (room.mode === "turns") return null;
   const n = messagesToRead(svc.config.loopGuard);
   // Not kept from here: the row may be older than the messages read after it.
-  const recent = n === 0 ? [] : (speakers(svc).peek(room.uuid, room.headLeaf) ?? (await reader.recentSpeakers(room.uuid, n)));
+  const recent = n === 0 ? [] : (speakers(svc).peek(room.uuid, room.headLeaf) ?? heard(await reader.recentSpeakers(room.uuid, n)));
   return loopGuardState(recent, nowMs, svc.config.loopGuard);
 }
 
@@ -53,7 +53,7 @@ export async function guardPost(svc: Services, tx: Tx, room: RoomRow, agentId: s
   if (room.mode === "turns" || n === 0) return NO_GUARD;
   // In the transaction, under the room's lock, the rows read are those of the row's head.
   const kept = speakers(svc).peek(room.uuid, room.headLeaf);
-  const recent = kept ?? speakers(svc).set(room.uuid, room.headLeaf, Object.freeze(await tx.recentSpeakers(room.uuid, n)));
+  const recent = kept ?? speakers(svc).set(room.uuid, room.headLeaf, Object.freeze(heard(await tx.recentSpeakers(room.uuid, n))));
   const nowMs = Date.parse(tx.now);
   const refused = streakRefusal(recent, agentId, nowMs, limits);
   if (refused) {
@@ -71,7 +71,7 @@ export async function guardPost(svc: Services, tx: Tx, room: RoomRow, agentId: s
   return {
     refusal: null,
     async posted(seq, leaf) {
-      const after = [...recent, { seq, agentId, ts: tx.now }];
+      const after = heardAfter(recent, { seq, agentId, ts: tx.now });
       speakers(svc).set(room.uuid, leaf, Object.freeze(after.slice(-n)));
       const state = loopGuardState(after, nowMs, limits);
       if (!pairOverLimit(state)) return;
