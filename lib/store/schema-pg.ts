@@ -96,7 +96,10 @@ export const messages = pgTable(
 export const roomAgents = pgTable(
   "room_agents",
   { room: room(), agentId: text("agent_id").notNull(), firstSeq: integer("first_seq").notNull(), pubkeyHex: text("pubkey_hex") },
-  (t) => [primaryKey({ columns: [t.room, t.agentId] })],
+  // The pinned keys alone: every write transaction's lock statement reads a room's pins
+  // (lib/store/pg.ts, LOCK_ROOMS); without this index the planner scanned the whole table for
+  // each locked room while it was small (a few pages), the lock statement's largest cost.
+  (t) => [primaryKey({ columns: [t.room, t.agentId] }), index("room_agents_pinned").on(t.room).where(sql`pubkey_hex IS NOT NULL`)],
 );
 
 export const signatureNonces = pgTable(

@@ -1,0 +1,1 @@
+CREATE INDEX "room_agents_pinned" ON "room_agents" USING btree ("room") WHERE pubkey_hex IS NOT NULL;
