@@ -178,16 +178,27 @@ const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 const B64_VALUE = new Int8Array(128).fill(-1);
 for (let i = 0; i < B64.length; i++) B64_VALUE[B64.charCodeAt(i)] = i;
 
-/** Standard base64 with padding (RFC 4648 §4), as signed notes use. */
+const B64_CODES = Uint8Array.from(B64, (c) => c.charCodeAt(0));
+const b64Out = new Uint8Array(128);
+
+/**
+ * Standard base64 with padding (RFC 4648 §4), as signed notes use. Written as ASCII into a buffer
+ * and decoded once, as bytesToHex: appending four characters per three bytes built a rope of
+ * about a hundred parts for a signature, several times the string's own size in garbage.
+ */
 export function bytesToBase64(b: Uint8Array): string {
-  let s = '';
-  for (let i = 0; i < b.length; i += 3) {
-    const n = (b[i] << 16) | ((b[i + 1] ?? 0) << 8) | (b[i + 2] ?? 0);
-    s += B64[(n >> 18) & 63] + B64[(n >> 12) & 63];
-    s += i + 1 < b.length ? B64[(n >> 6) & 63] : '=';
-    s += i + 2 < b.length ? B64[n & 63] : '=';
+  const n = b.length;
+  const size = 4 * Math.ceil(n / 3);
+  const out = size <= b64Out.length ? b64Out : new Uint8Array(size);
+  let o = 0;
+  for (let i = 0; i < n; i += 3) {
+    const v = (b[i]! << 16) | ((b[i + 1] ?? 0) << 8) | (b[i + 2] ?? 0);
+    out[o++] = B64_CODES[(v >> 18) & 63]!;
+    out[o++] = B64_CODES[(v >> 12) & 63]!;
+    out[o++] = i + 1 < n ? B64_CODES[(v >> 6) & 63]! : 61; // '='
+    out[o++] = i + 2 < n ? B64_CODES[v & 63]! : 61;
   }
-  return s;
+  return ascii.decode(out.subarray(0, size));
 }
 
 /**
