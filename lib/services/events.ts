@@ -76,6 +76,7 @@ export async function appendEvent(svc: Services, tx: Tx, room: RoomRow, input: N
   const frontier = frontierAppend(base, room.headSize, leaf);
   const row = eventToRow(event, leafHex, "");
   const receipt: Receipt = { seq, leaf_hash: leafHex, checkpoint: "" };
+  tx.touch(room.uuid);
   const head = pending ?? { room, frontier, rows: [], receipts: [] };
   tx.heads.set(room.uuid, head);
   head.rows.push(row);
@@ -123,7 +124,7 @@ interface PendingHead {
   rows: EventRow[];
   receipts: Receipt[];
   /** Its checkpoint's signature, asked for ahead (signAhead) for this frontier. */
-  ahead?: { frontier: Frontier; root: Uint8Array; body: string; ticket: SignTicket };
+  ahead?: { frontier: Frontier; root: Uint8Array; body: string; ticket: SignTicket; asked: number };
 }
 
 /**
@@ -131,39 +132,60 @@ interface PendingHead {
  * carry, and the heads it has moved (reads of the room row and its events inside the transaction
  * see them before they are written).
  */
-export type Tx = StoreWriter & { readonly now: string; readonly heads: Map<string, PendingHead> };
+export type Tx = StoreWriter & {
+  readonly now: string;
+  readonly heads: Map<string, PendingHead>;
+  /** Keeps the room's pending head as it is now, for the open savepoint to put back if its write fails: call it before changing the head. */
+  touch(room: string): void;
+};
 
 function txOn(svc: Services, w: StoreWriter): Tx {
   const heads = new Map<string, PendingHead>();
+  // While a savepoint is open (group commit: one per queued write), how to put back each pending
+  // head its write changes, in the order changed. A failed write leaves no pending append behind,
+  // and a write pays for the heads it touches, not for every head of the batch.
+  let undo: (() => void)[] | undefined;
   return Object.assign(Object.create(w) as StoreWriter, {
     now: isoNow(svc),
     heads,
+    touch(uuid: string) {
+      if (!undo) return;
+      const head = heads.get(uuid);
+      if (!head) return void undo.push(() => heads.delete(uuid));
+      // Its room and frontier are replaced, never changed in place; its lists only grow.
+      const { room, frontier } = head;
+      const rows = head.rows.length;
+      const receipts = head.receipts.length;
+      undo.push(() => {
+        Object.assign(head, { room, frontier });
+        head.rows.length = rows;
+        head.receipts.length = receipts;
+      });
+    },
     getRoom: async (uuid: string) => heads.get(uuid)?.room ?? (await w.getRoom(uuid)),
     listEvents: async (room: string, since: number, limit: number) => {
       const pending = heads.get(room)?.rows.filter((r) => r.seq > since) ?? [];
       return [...(await w.listEvents(room, since, limit)), ...pending].slice(0, limit);
     },
-    // A write that fails inside a savepoint (group commit) leaves no pending append behind. What is
-    // kept of each head is its room, frontier (both replaced, never changed in place) and how long
-    // its lists were (appends only push): a group commit saves every head once per write, so no
-    // list is copied.
     savepoint: async <T>(fn: () => Promise<T>): Promise<T> => {
-      const saved = [...heads].map(([uuid, head]) => ({ uuid, head, room: head.room, frontier: head.frontier, rows: head.rows.length, receipts: head.receipts.length }));
+      const outer = undo;
+      const mine: (() => void)[] = (undo = []);
       try {
-        return await w.savepoint(fn);
+        const value = await w.savepoint(fn);
+        outer?.push(...mine); // still undone if the savepoint around it fails
+        return value;
       } catch (err) {
-        heads.clear();
-        for (const { uuid, head, room, frontier, rows, receipts } of saved) {
-          Object.assign(head, { room, frontier });
-          head.rows.length = rows;
-          head.receipts.length = receipts;
-          heads.set(uuid, head);
-        }
+        for (let i = mine.length - 1; i >= 0; i--) mine[i]!();
         throw err;
+      } finally {
+        undo = outer;
       }
     },
   });
 }
+
+/** Signatures asked for ahead so far, in order (signHeads waits for the last one only). */
+let asked = 0;
 
 /**
  * Asks for the checkpoint signature of a room the batch will append no more to, made on the
@@ -175,7 +197,7 @@ function signAhead(svc: Services, heads: Map<string, PendingHead>, room: string)
   if (!head) return;
   const root = frontierRoot(head.frontier);
   const body = checkpointBody(`${svc.originHost}/room/${room}`, head.room.headSize, root);
-  head.ahead = { frontier: head.frontier, root, body, ticket: svc.key.signSoon(utf8(body)) };
+  head.ahead = { frontier: head.frontier, root, body, ticket: svc.key.signSoon(utf8(body)), asked: asked++ };
 }
 
 /**
@@ -192,8 +214,10 @@ async function signHeads(svc: Services, w: StoreWriter, heads: Map<string, Pendi
   if (heads.size === 0) return;
   if (svc.store.dialect === "postgres" && heads.size > 1) {
     for (const [uuid, head] of heads) if (head.ahead?.frontier !== head.frontier) signAhead(svc, heads, uuid);
-    const waiting = [...heads.values()].filter((head) => !head.ahead!.ticket.ready());
-    if (waiting.length > 0) await Promise.all(waiting.map((head) => head.ahead!.ticket.settled(SIGNER_WAIT_MS)));
+    // The thread signs in the order asked: once the last asked of those not ready is, all are.
+    let last: PendingHead["ahead"];
+    for (const head of heads.values()) if (!head.ahead!.ticket.ready() && head.ahead!.asked > (last?.asked ?? -1)) last = head.ahead;
+    if (last) await last.ticket.settled(SIGNER_WAIT_MS);
   }
   for (const [uuid, head] of heads) {
     // The frontier is replaced at each append, never changed in place: the same one, the same tree.

@@ -241,6 +241,8 @@ interface TxState {
   locked: Map<string, LockedRoom>;
   /** Writes held back, to go in one statement with the commit's announcement (see FLUSH_HELD). */
   held: Held;
+  /** While a write of a batch run without savepoints runs: how to undo its changes to the held turn rows (heldMark). */
+  heldUndo?: (() => void)[];
 }
 
 /** Rows written at the end of a transaction, or before a statement that touches their tables. */
@@ -257,15 +259,28 @@ interface Held {
 
 const noneHeld = (): Held => ({ messages: [], events: [], rooms: [], nonces: [], turnRooms: new Map(), turns: new Map() });
 
-/** What a write of a batch run without savepoints adds to Held, taken away again if it fails. */
-function heldMark(held: Held) {
-  return { messages: held.messages.length, nonces: held.nonces.length, turnRooms: new Map(held.turnRooms), turns: new Map(held.turns) };
+/**
+ * What a write of a batch run without savepoints adds to Held, taken away again if it fails: the
+ * lists' lengths, and how to put back each turn row it sets (kept as it sets them, not by copying
+ * the batch's maps for every write).
+ */
+function heldMark(state: TxState) {
+  state.heldUndo = [];
+  return { messages: state.held.messages.length, nonces: state.held.nonces.length, undo: state.heldUndo };
 }
 function backToMark(held: Held, mark: ReturnType<typeof heldMark>): void {
   held.messages.length = Math.min(mark.messages, held.messages.length);
   held.nonces.length = Math.min(mark.nonces, held.nonces.length);
-  held.turnRooms = mark.turnRooms;
-  held.turns = mark.turns;
+  for (let i = mark.undo.length - 1; i >= 0; i--) mark.undo[i]!();
+}
+
+/** Sets a held turn row; while a write's mark is open, how to put back what it replaces is kept. */
+function setHeld<V>(state: TxState, map: Map<string, V>, key: string, value: V): void {
+  if (state.heldUndo) {
+    const before = map.get(key);
+    state.heldUndo.push(before === undefined ? () => map.delete(key) : () => map.set(key, before));
+  }
+  map.set(key, value);
 }
 
 /** A locked room as the transaction's first statement read it. */
@@ -370,12 +385,22 @@ type PgWriter = StoreWriter & {
 
 /**
  * Two statements sent one after the other without waiting (the pool's connections pipeline): one
- * round trip for both. Waits for both answers (neither is left to fail unheard) and throws the
- * first failure. After a failed statement in a transaction PostgreSQL answers a COMMIT with a
- * rollback, not an error: the first statement's failure is what the caller sees.
+ * round trip for both, and one write to the socket (its stream is corked while both are
+ * submitted: each write to PostgreSQL wakes its backend, and the main thread, preempted in the
+ * syscall, waited there for a core). Waits for both answers (neither is left to fail unheard) and
+ * throws the first failure. After a failed statement in a transaction PostgreSQL answers a COMMIT
+ * with a rollback, not an error: the first statement's failure is what the caller sees.
  */
-async function both<A, B>(first: Promise<A>, second: Promise<B>): Promise<[A, B]> {
-  const [a, b] = await Promise.allSettled([first, second]);
+async function both<A, B>(raw: pg.PoolClient, first: () => Promise<A>, second: () => Promise<B>): Promise<[A, B]> {
+  const stream = (raw as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
+  stream?.cork?.();
+  let sent: [Promise<A>, Promise<B>];
+  try {
+    sent = [first(), second()];
+  } finally {
+    stream?.uncork?.();
+  }
+  const [a, b] = await Promise.allSettled(sent);
   if (a.status === "rejected") throw a.reason;
   if (b.status === "rejected") throw b.reason;
   return [a.value, b.value];
@@ -441,7 +466,7 @@ function writerOf(raw: pg.PoolClient): (heads: Heads, state: TxState) => PgWrite
     ...adminPgWriter(client),
     // flushHeld sends its statement before its first await (no statement goes before it while
     // nothing is held back), so COMMIT follows it on the wire.
-    commit: async (announce) => void (await both(flushHeld(announce), raw.query("COMMIT"))),
+    commit: async (announce) => void (await both(raw, () => flushHeld(announce), () => raw.query("COMMIT"))),
     // A locked room's row, webhooks and pins as the lock statement read them, until a statement changes them.
     getRoom: async (uuid) => state.locked.get(uuid)?.row ?? reader.getRoom(uuid),
     listWebhooks: async (room) => (state.locked.get(room)?.hasWebhooks === false ? [] : reader.listWebhooks(room)),
@@ -582,10 +607,10 @@ function writerOf(raw: pg.PoolClient): (heads: Heads, state: TxState) => PgWrite
         "save_board_agent",
       );
     },
-    saveTurnsRoom: (room, turnsRoom) => hold((held) => held.turnRooms.set(room, { room, ...rows.turnsRoomRow(turnsRoom) })),
+    saveTurnsRoom: (room, turnsRoom) => hold((held) => setHeld(state, held.turnRooms, room, { room, ...rows.turnsRoomRow(turnsRoom) })),
     saveTurn(room, turn) {
       const r = rows.turnRow(turn);
-      return hold((held) => held.turns.set(`${room}\n${r.id}`, { room, ...r }));
+      return hold((held) => setHeld(state, held.turns, `${room}\n${r.id}`, { room, ...r }));
     },
     insertWebhook: async (w) =>
       void (await run(
@@ -638,21 +663,27 @@ function writerOf(raw: pg.PoolClient): (heads: Heads, state: TxState) => PgWrite
       run(`DELETE FROM webhook_deliveries WHERE (status = 'delivered' AND created_at < $1) OR (status = 'dead' AND created_at < $2)`, [deliveredBefore, deadBefore]),
     async savepoint<T>(fn: () => Promise<T>): Promise<T> {
       if (pending !== undefined || open !== undefined) throw new Error("savepoints do not nest here");
-      const before = new Map(heads);
+      // The heads announced so far (a batch's appends are added after its writes: mostly none yet).
+      const before = heads.size === 0 ? undefined : new Map(heads);
+      const headsBack = () => {
+        heads.clear();
+        if (before) for (const [room, seq] of before) heads.set(room, seq);
+      };
       // The transaction is lost already: the rest of the batch waits for the run that replaces it.
       if (state.aborted !== undefined) throw state.aborted;
       if (state.optimistic) {
         const wrote = writes;
-        const mark = heldMark(state.held);
+        const mark = heldMark(state);
         try {
           return await fn();
         } catch (err) {
           // Its writes cannot be undone alone: the transaction is run again with savepoints.
           if (writes > wrote) state.aborted ??= new RetryWithSavepoints();
           backToMark(state.held, mark);
-          heads.clear();
-          for (const [room, seq] of before) heads.set(room, seq);
+          headsBack();
           throw err;
+        } finally {
+          state.heldUndo = undefined;
         }
       }
       const name = `sp${++savepoints}`;
@@ -665,8 +696,7 @@ function writerOf(raw: pg.PoolClient): (heads: Heads, state: TxState) => PgWrite
       } catch (err) {
         if (open === name) await raw.query(`ROLLBACK TO SAVEPOINT ${name}`);
         state.agents.length = agents;
-        heads.clear();
-        for (const [room, seq] of before) heads.set(room, seq); // its appends were rolled back
+        headsBack(); // its appends were rolled back
         throw err;
       } finally {
         pending = open = undefined;
@@ -720,8 +750,9 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
       state = { optimistic: options.optimistic === true, knownAgents, agents: [], locked: new Map(), held: noneHeld() };
       if (lockRooms.length > 0) {
         const [, locked] = await both(
-          client.query("BEGIN"),
-          client.query<RoomRow & { hasWebhooks: boolean; keys: Record<string, string> }>({ name: "lock_rooms", text: LOCK_ROOMS, values: [[...new Set(lockRooms)].sort()] }),
+          client,
+          () => client.query("BEGIN"),
+          () => client.query<RoomRow & { hasWebhooks: boolean; keys: Record<string, string> }>({ name: "lock_rooms", text: LOCK_ROOMS, values: [[...new Set(lockRooms)].sort()] }),
         );
         for (const { hasWebhooks, keys, ...row } of locked.rows) state.locked.set(row.uuid, { row, hasWebhooks, keys });
       } else await client.query("BEGIN");
