@@ -283,6 +283,12 @@ function setHeld<V>(state: TxState, map: Map<string, V>, key: string, value: V):
   map.set(key, value);
 }
 
+/** Puts the announced heads back as they were before a savepoint (undefined: there were none). */
+function restore(heads: Heads, before: Heads | undefined): void {
+  heads.clear();
+  if (before) for (const [room, seq] of before) heads.set(room, seq);
+}
+
 /** A locked room as the transaction's first statement read it. */
 interface LockedRoom {
   row?: RoomRow;
@@ -665,10 +671,6 @@ function writerOf(raw: pg.PoolClient): (heads: Heads, state: TxState) => PgWrite
       if (pending !== undefined || open !== undefined) throw new Error("savepoints do not nest here");
       // The heads announced so far (a batch's appends are added after its writes: mostly none yet).
       const before = heads.size === 0 ? undefined : new Map(heads);
-      const headsBack = () => {
-        heads.clear();
-        if (before) for (const [room, seq] of before) heads.set(room, seq);
-      };
       // The transaction is lost already: the rest of the batch waits for the run that replaces it.
       if (state.aborted !== undefined) throw state.aborted;
       if (state.optimistic) {
@@ -680,7 +682,7 @@ function writerOf(raw: pg.PoolClient): (heads: Heads, state: TxState) => PgWrite
           // Its writes cannot be undone alone: the transaction is run again with savepoints.
           if (writes > wrote) state.aborted ??= new RetryWithSavepoints();
           backToMark(state.held, mark);
-          headsBack();
+          restore(heads, before);
           throw err;
         } finally {
           state.heldUndo = undefined;
@@ -696,7 +698,7 @@ function writerOf(raw: pg.PoolClient): (heads: Heads, state: TxState) => PgWrite
       } catch (err) {
         if (open === name) await raw.query(`ROLLBACK TO SAVEPOINT ${name}`);
         state.agents.length = agents;
-        headsBack(); // its appends were rolled back
+        restore(heads, before); // its appends were rolled back
         throw err;
       } finally {
         pending = open = undefined;

@@ -72,6 +72,16 @@ describe("group commit", () => {
     assert.equal(verified.body.verdict, "CLEAN");
   });
 
+  test("a batch whose first write into a room fails after writing: the room's pending head goes with it, the next write starts it again", async () => {
+    const room = await newRoom();
+    const value = await Promise.allSettled([post(room, "a", "undone", "after"), post(room, "b", "kept"), post(room, "c", "also kept")]);
+    assert.deepEqual(value.map((v) => v.status), ["rejected", "fulfilled", "fulfilled"]);
+    assert.deepEqual(value.slice(1).map((v) => (v as PromiseFulfilledResult<number>).value), [2, 3]);
+    assert.deepEqual(await texts(room), ["kept", "also kept"]);
+    assert.equal((await f.api.get(`/api/rooms/${room}`)).body.head.size, 3);
+    assert.equal((await f.api.post(`/api/rooms/${room}/verify`, {})).body.verdict, "CLEAN");
+  });
+
   test("a batch over several rooms: each room's checkpoint (asked of the signer's thread ahead: on SQLite for all but the last room) verifies at the room's last size", async () => {
     const rooms = [await newRoom(), await newRoom(), await newRoom(), await newRoom()];
     const key = (await f.api.get("/api/server-key")).body;
