@@ -59,11 +59,12 @@ const deliveryCols = (t = "") => `${t}id, ${t}webhook_id AS "webhookId", ${t}roo
   ${t}last_error AS "lastError", ${t}created_at AS "createdAt", ${t}updated_at AS "updatedAt", ${t}delivered_at AS "deliveredAt"`;
 const DELIVERY_COLS = deliveryCols();
 
+/** The public list's orders, by the columns its indexes hold (schema-pg.ts: equal to last_activity_at etc. in a public room). */
 const SORT_SQL = {
-  active: "last_activity_at DESC",
+  active: "public_activity DESC",
   new: "created_at DESC",
-  messages: "message_count DESC, last_activity_at DESC",
-  agents: "agent_count DESC, last_activity_at DESC",
+  messages: "public_messages DESC, public_activity DESC",
+  agents: "public_agents DESC, public_activity DESC",
 } as const;
 
 /** Error codes and classes that mean the database cannot be reached (as opposed to a bad query). */
@@ -122,7 +123,7 @@ function readerOn(db: Queryable): StoreReader {
     checkpointAt: async (room, size) => (await one<{ c: string }>(`SELECT checkpoint AS c FROM events WHERE room = $1 AND seq = $2`, [room, size]))?.c,
     agentKey: (room, agent) => one(`SELECT pubkey_hex AS "pubkeyHex" FROM room_agents WHERE room = $1 AND agent_id = $2`, [room, agent], "agent_key"),
     async expiredRooms(now, limit) {
-      const list = await all<{ uuid: string }>(`SELECT uuid FROM rooms WHERE expires_at <= $1 AND status <> 'expired' LIMIT $2`, [now, limit]);
+      const list = await all<{ uuid: string }>(`SELECT uuid FROM rooms WHERE expires_hour <= left($1, 13) AND expires_at <= $1 AND status <> 'expired' LIMIT $2`, [now, limit]);
       return list.map((r) => r.uuid);
     },
     async counts() {
