@@ -238,6 +238,18 @@ interface TxState {
   knownAgents: Set<string>;
   /** Those this transaction made sure of, added to knownAgents once it commits. */
   agents: string[];
+  /**
+   * The agents who have posted in a room (room_agents rows with a first_seq), for the rooms this
+   * instance knows all of (it created them; kept per store and grown by its commits). Such a set is
+   * current while its size is the room's agent_count as the lock statement read it (another
+   * instance's new agent raises the count): a new agent's row is then held, not inserted by a
+   * statement of its own that the whole batch waits for.
+   */
+  roomAgents: Map<string, Set<string>>;
+  /** The agents this transaction added to rooms of roomAgents (room, agent key), added to their sets once it commits. */
+  joined: [string, string][];
+  /** Rooms this transaction created: roomAgents gets an empty set for each once it commits. */
+  created: string[];
   /** What the lock statement read of each locked room, while no statement of the transaction has changed it. */
   locked: Map<string, LockedRoom>;
   /** Writes held back, to go in one statement with the commit's announcement (see FLUSH_HELD). */
@@ -256,9 +268,11 @@ interface Held {
   /** The last state saved of each turns room and turn of the transaction, by room and by room + "\n" + id. */
   turnRooms: Map<string, rows.TurnsRoomRow & { room: string }>;
   turns: Map<string, rows.TurnRow & { room: string }>;
+  /** Agents' first posts in rooms whose agents this instance knows (TxState.roomAgents). */
+  agents: { room: string; agentId: string; firstSeq: number }[];
 }
 
-const noneHeld = (): Held => ({ messages: [], events: [], rooms: [], nonces: [], turnRooms: new Map(), turns: new Map() });
+const noneHeld = (): Held => ({ messages: [], events: [], rooms: [], nonces: [], turnRooms: new Map(), turns: new Map(), agents: [] });
 
 /**
  * What a write of a batch run without savepoints adds to Held, taken away again if it fails: the
@@ -267,11 +281,12 @@ const noneHeld = (): Held => ({ messages: [], events: [], rooms: [], nonces: [],
  */
 function heldMark(state: TxState) {
   state.heldUndo = [];
-  return { messages: state.held.messages.length, nonces: state.held.nonces.length, undo: state.heldUndo };
+  return { messages: state.held.messages.length, nonces: state.held.nonces.length, agents: state.held.agents.length, undo: state.heldUndo };
 }
 function backToMark(held: Held, mark: ReturnType<typeof heldMark>): void {
   held.messages.length = Math.min(mark.messages, held.messages.length);
   held.nonces.length = Math.min(mark.nonces, held.nonces.length);
+  held.agents.length = Math.min(mark.agents, held.agents.length);
   for (let i = mark.undo.length - 1; i >= 0; i--) mark.undo[i]!();
 }
 
@@ -297,6 +312,8 @@ interface LockedRoom {
   hasWebhooks?: boolean;
   /** The keys pinned to the room's agents (agent id → pubkey hex). */
   keys?: Record<string, string>;
+  /** Its agent_count when locked (kept when a statement changes the row). */
+  agentCount: number;
 }
 
 /**
@@ -314,7 +331,7 @@ const LOCK_ROOMS = `SELECT ${ROOM_COLS},
 const CHANGES_ROOMS = /\brooms\b/i;
 const CHANGES_WEBHOOKS = /\bwebhooks\b/i;
 /** Statements that read or write what Held holds: those rows are written first. */
-const TOUCHES_HELD = /\b(messages|events|rooms|signature_nonces|turn_rooms|turns)\b/i;
+const TOUCHES_HELD = /\b(messages|events|rooms|signature_nonces|turn_rooms|turns|room_agents)\b/i;
 
 /**
  * A transaction's appends in one statement: its message rows, event rows, rooms' new heads, used
@@ -349,6 +366,9 @@ const FLUSH_HELD = `WITH m AS (
     SELECT * FROM json_to_recordset($8::json) AS x(room text, id int, "agentId" text, status text, deadline text, "leaseHash" text, data text)
     ON CONFLICT (room, id) DO UPDATE SET agent_id = excluded.agent_id, status = excluded.status, deadline = excluded.deadline,
       lease_hash = excluded.lease_hash, data = excluded.data
+  ), a AS (
+    INSERT INTO room_agents (room, agent_id, first_seq) SELECT * FROM json_to_recordset($9::json) AS x(room text, "agentId" text, "firstSeq" int)
+    ON CONFLICT (room, agent_id) DO UPDATE SET first_seq = excluded.first_seq WHERE room_agents.first_seq = 0
   )
   SELECT pg_notify($4, p) FROM unnest($5::text[]) AS p`;
 
@@ -368,10 +388,13 @@ function flushValues(held: Held, announce: readonly string[]): unknown[] {
     JSON.stringify(held.nonces),
     JSON.stringify([...held.turnRooms.values()]),
     JSON.stringify([...held.turns.values()]),
+    JSON.stringify(held.agents),
   ];
 }
 /** Past this many, knownAgents starts again empty (a miss costs one statement). */
 const KNOWN_AGENTS_MAX = 200_000;
+/** Rooms whose agents are all known here (TxState.roomAgents); past it the oldest is forgotten (its new agents then cost a statement each). */
+const ROOM_AGENTS_MAX = 20_000;
 
 /**
  * The writer of one transaction. A savepoint (group commit: one per queued write) is opened only
@@ -456,7 +479,7 @@ function writerOf(raw: pg.PoolClient): (heads: Heads, state: TxState) => PgWrite
   /** Writes what is held back so far, and announces `announce` with the commit: one statement, outside any savepoint (none is open while rows are held). */
   async function flushHeld(announce: readonly string[] = []): Promise<void> {
     const held = state.held;
-    if (held.messages.length + held.events.length + held.rooms.length + held.nonces.length + held.turnRooms.size + held.turns.size + announce.length === 0) return;
+    if (held.messages.length + held.events.length + held.rooms.length + held.nonces.length + held.turnRooms.size + held.turns.size + held.agents.length + announce.length === 0) return;
     state.held = noneHeld();
     await client.query({ name: "flush_held", text: FLUSH_HELD, values: flushValues(held, announce) });
   }
@@ -483,8 +506,9 @@ function writerOf(raw: pg.PoolClient): (heads: Heads, state: TxState) => PgWrite
       const pubkeyHex = keys[agent];
       return pubkeyHex === undefined ? undefined : { pubkeyHex };
     },
-    insertRoom: async (r) =>
-      void (await run(
+    insertRoom: async (r) => {
+      state.created.push(r.uuid);
+      await run(
         `INSERT INTO rooms (uuid, description, is_public, protocol_mode, mode, status, owner_token_hash, created_at, last_activity_at, expires_at,
            message_count, agent_count, head_size, head_leaf, head_root, frontier, checkpoint, arbiter_watermark, arbiter_calls, arbiter_tokens,
            arbiter_items, last_extraction_error)
@@ -492,7 +516,8 @@ function writerOf(raw: pg.PoolClient): (heads: Heads, state: TxState) => PgWrite
         [r.uuid, r.description, r.isPublic, r.protocolMode, r.mode, r.status, r.ownerTokenHash, r.createdAt, r.lastActivityAt, r.expiresAt,
           r.messageCount, r.agentCount, r.headSize, r.headLeaf, r.headRoot, r.frontier, r.checkpoint, r.arbiterWatermark, r.arbiterCalls,
           r.arbiterTokens, r.arbiterItems, r.lastExtractionError],
-      )),
+      );
+    },
     // Held, with the events, for the transaction's last statement.
     async updateRoomsAfterAppend(list) {
       if (!holds()) throw new Error("updateRoomsAfterAppend: a batch's heads are written after its savepoints");
@@ -514,6 +539,20 @@ function writerOf(raw: pg.PoolClient): (heads: Heads, state: TxState) => PgWrite
     async addAgent(room, agent, seq) {
       const key = `${room}\n${agent}`;
       if (state.knownAgents.has(key)) return false;
+      const posted = state.roomAgents.get(room);
+      const locked = state.locked.get(room);
+      if (posted && locked && holds()) {
+        if (posted.size === locked.agentCount) {
+          if (posted.has(agent) || state.joined.some(([r, a]) => r === room && a === agent)) return false;
+          const [joined, agents] = [state.joined.length, state.agents.length];
+          state.held.agents.push({ room, agentId: agent, firstSeq: seq });
+          state.joined.push([room, agent]);
+          state.agents.push(key);
+          state.heldUndo?.push(() => void ((state.joined.length = joined), (state.agents.length = agents)));
+          return true;
+        }
+        state.roomAgents.delete(room); // another instance added agents: no longer all known here
+      }
       const added = (await run(
         `INSERT INTO room_agents (room, agent_id, first_seq) VALUES ($1, $2, $3)
          ON CONFLICT (room, agent_id) DO UPDATE SET first_seq = excluded.first_seq WHERE room_agents.first_seq = 0`,
@@ -548,6 +587,7 @@ function writerOf(raw: pg.PoolClient): (heads: Heads, state: TxState) => PgWrite
       const gone = await one<RoomRow>(`DELETE FROM rooms WHERE uuid = $1 RETURNING ${ROOM_COLS}`, [uuid]);
       // Announced with the commit: the other instances end the room's streams and drop its kept row.
       if (gone) heads.set(uuid, ROOM_GONE);
+      state.roomAgents.delete(uuid);
       if (gone && keepTombstone) {
         await writer.insertRoom({ ...gone, status: "expired", description: "", frontier: "", checkpoint: "" });
       }
@@ -740,6 +780,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   const commitListeners: ((heads: ReadonlyMap<string, number>) => void)[] = [];
   const origin = randomUUID();
   const knownAgents = new Set<string>();
+  const roomAgents = new Map<string, Set<string>>();
   // Reads outside a transaction take any pooled connection; a lost database answers 503.
   const pooled = { query: (config: pg.QueryConfig) => guarded(() => pool.query(config)) } as unknown as Queryable;
   const reader = readerOn(pooled);
@@ -750,14 +791,14 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     let broken = false;
     let state: TxState | undefined;
     try {
-      state = { optimistic: options.optimistic === true, knownAgents, agents: [], locked: new Map(), held: noneHeld() };
+      state = { optimistic: options.optimistic === true, knownAgents, agents: [], roomAgents, joined: [], created: [], locked: new Map(), held: noneHeld() };
       if (lockRooms.length > 0) {
         const [, locked] = await both(
           client,
           () => client.query("BEGIN"),
           () => client.query<RoomRow & { hasWebhooks: boolean; keys: Record<string, string> }>({ name: "lock_rooms", text: LOCK_ROOMS, values: [[...new Set(lockRooms)].sort()] }),
         );
-        for (const { hasWebhooks, keys, ...row } of locked.rows) state.locked.set(row.uuid, { row, hasWebhooks, keys });
+        for (const { hasWebhooks, keys, ...row } of locked.rows) state.locked.set(row.uuid, { row, hasWebhooks, keys, agentCount: row.agentCount });
       } else await client.query("BEGIN");
       let writerFor = writers.get(client);
       if (!writerFor) writers.set(client, (writerFor = writerOf(client)));
@@ -772,6 +813,11 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
       await writer.commit(chunks);
       if (knownAgents.size + state.agents.length > KNOWN_AGENTS_MAX) knownAgents.clear();
       for (const key of state.agents) knownAgents.add(key);
+      for (const [room, agent] of state.joined) roomAgents.get(room)?.add(agent);
+      for (const room of state.created) {
+        roomAgents.set(room, new Set());
+        if (roomAgents.size > ROOM_AGENTS_MAX) roomAgents.delete(roomAgents.keys().next().value!);
+      }
       options.committed?.();
       if (heads.size > 0) for (const listener of commitListeners) listener(heads);
       return value;

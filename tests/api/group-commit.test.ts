@@ -35,12 +35,22 @@ async function countingTransactions<T>(fn: () => Promise<T>, firstHeld?: Promise
   }
 }
 
-const post = (room: string, agent: string, text: string, fail?: "before" | "after") =>
+/**
+ * A post queued as the routes queue it. `fail`: "before" refuses it before it writes anything;
+ * "held" after its rows were made (on PostgreSQL held back for the commit's one statement: a
+ * message, and a new agent's row in a room this server created); "after" once it has also sent a
+ * statement that writes (any: here one that marks the room's alerts webhooks, of which it has none).
+ */
+const post = (room: string, agent: string, text: string, fail?: "before" | "held" | "after") =>
   queuedWrite(f.server.svc, room, async (tx) => {
     if (fail === "before") throw new ParleyError("validation_error", "refused before writing");
     const current = await requireOpenRoom(f.server.svc, room, tx);
     const { message } = await appendMessage(f.server.svc, tx, current, agent, { text });
-    if (fail === "after") throw new ParleyError("validation_error", "refused after writing");
+    if (fail === "held") throw new ParleyError("validation_error", "refused after its rows were held");
+    if (fail === "after") {
+      await tx.markExpiryAlerted(room, current.expiresAt);
+      throw new ParleyError("validation_error", "refused after writing");
+    }
     return message.id;
   });
 
@@ -91,7 +101,10 @@ describe("group commit", () => {
       queuedWrite(f.server.svc, room, async (tx) => {
         const current = await requireOpenRoom(f.server.svc, room, tx);
         const { appended } = await appendMessage(f.server.svc, tx, current, agent, { text });
-        if (fail) throw new ParleyError("validation_error", "refused after writing");
+        if (fail) {
+          await tx.markExpiryAlerted(room, current.expiresAt);
+          throw new ParleyError("validation_error", "refused after writing");
+        }
         return appended.receipt;
       });
     const [a, b, c, d] = rooms as [string, string, string, string];
@@ -195,16 +208,25 @@ describe("group commit", () => {
     assert.equal(transactions, TEST_BACKEND === "postgres" ? 2 : 6);
   });
 
-  test("a write that fails after its message was held back leaves no trace, without running the batch again", async () => {
+  test("a write that fails after its rows were held back leaves no trace, without running the batch again", async () => {
     const room = await newRoom();
-    await post(room, "ann", "known"); // ann's row exists: her posts write nothing before the commit on PostgreSQL
+    await post(room, "ann", "known");
+    const agents = async () => (await f.api.get(`/api/rooms/${room}`)).body.agent_count as number;
+    // Bob is new to the room: on PostgreSQL his row is held back too (this server created the room
+    // and knows all its agents), and goes with his failed write.
     const { value, transactions } = await countingTransactions(() =>
-      Promise.allSettled([post(room, "ann", "one"), post(room, "ann", "undone", "after"), post(room, "ann", "two")]),
+      Promise.allSettled([post(room, "ann", "one"), post(room, "bob", "undone", "held"), post(room, "ann", "two"), post(room, "ann", "again", "held")]),
     );
-    assert.deepEqual(value.map((v) => v.status), ["fulfilled", "rejected", "fulfilled"]);
+    assert.deepEqual(value.map((v) => v.status), ["fulfilled", "rejected", "fulfilled", "rejected"]);
     assert.deepEqual(value.filter((v) => v.status === "fulfilled").map((v) => (v as PromiseFulfilledResult<number>).value), [3, 4]);
     assert.equal(transactions, 1);
     assert.deepEqual(await texts(room), ["known", "one", "two"]);
+    assert.equal(await agents(), 1);
+    // Bob is still new: his next post counts him (and writes his row), one later does not again.
+    await post(room, "bob", "here");
+    assert.equal(await agents(), 2);
+    await Promise.all([post(room, "bob", "more"), post(room, "cy", "first"), post(room, "cy", "second")]);
+    assert.equal(await agents(), 3);
     assert.equal((await f.api.post(`/api/rooms/${room}/verify`, {})).body.verdict, "CLEAN");
   });
 

@@ -101,6 +101,22 @@ describe("three instances on one database", () => {
     assert.deepEqual(events.map((e) => e.seq), Array.from({ length: 1001 }, (_, i) => i + 1), "seq without gaps");
   });
 
+  test("a room's agents are counted once each whichever instance they post on (A, which created the room, knows its agents until B adds one)", async () => {
+    const { uuid: room } = await A.api.room();
+    const count = async (api: Api) => (await api.get(`/api/rooms/${room}`)).body.agent_count as number;
+    assert.equal((await A.api.say(room, "ann", "one")).status, 201);
+    assert.equal((await B.api.say(room, "bob", "two")).status, 201);
+    // A knew ann alone; bob joined on B: A counts cy as the third and bob not again.
+    await Promise.all([A.api.say(room, "cy", "three"), A.api.say(room, "bob", "four"), A.api.say(room, "ann", "five")]);
+    await A.api.say(room, "bob", "six");
+    await C.api.say(room, "cy", "seven");
+    assert.equal(await count(A.api), 3);
+    for (const api of [B.api, C.api]) await waitUntil("the count on every instance", async () => (await count(api)) === 3);
+    assert.equal(await count(A.api), 3, "and it stays");
+    const ids = (await A.api.get(`/api/rooms/${room}/messages`)).body.messages.map((m: { agent_id: string }) => m.agent_id);
+    assert.equal(ids.length, 7);
+  });
+
   test("a long-poll on B is woken by a post on C", async () => {
     const { uuid: room } = await A.api.room();
     const head = (await B.api.get(`/api/rooms/${room}`)).body.head.size as number;
