@@ -11,6 +11,7 @@ import { ParleyError } from "../errors";
 import { RetryWithSavepoints, type DeliveryRow, type DeliveryStatus, type EventRow, type Heads, type MessageRow, type RoomAfterAppend, type RoomListQuery, type RoomRow, type Store, type StoreReader, type StoreWriter, type WebhookRow, type WriteOptions } from "./repository";
 import * as rows from "./rows";
 import { ROOM_COLS } from "./rows";
+import type { TurnsRoom, TurnState } from "../domain/turns";
 import { ROOM_GONE } from "../realtime/notifier";
 import { adminPgReader, adminPgWriter } from "./admin-pg";
 import { pgBuckets } from "./pg-buckets";
@@ -265,9 +266,14 @@ interface Held {
   rooms: (readonly [string, RoomAfterAppend])[];
   /** Used signature nonces (room, pubkey, nonce, seq); held only in a batch run without savepoints (a replay found at the flush runs the batch again with them). */
   nonces: [string, string, string, number][];
-  /** The last state saved of each turns room and turn of the transaction, by room and by room + "\n" + id. */
-  turnRooms: Map<string, rows.TurnsRoomRow & { room: string }>;
-  turns: Map<string, rows.TurnRow & { room: string }>;
+  /**
+   * The last state saved of each turns room and turn of the transaction, by room and by room + "\n"
+   * + id, made into rows at the flush: a turn's events save them several times (the projector saves
+   * after each event), and only the last is written. A saved state is not changed after its write
+   * (each write works on its own copy of the projection; keepState's copy is read-only).
+   */
+  turnRooms: Map<string, readonly [room: string, turnsRoom: TurnsRoom]>;
+  turns: Map<string, readonly [room: string, turn: TurnState]>;
   /** Agents' first posts in rooms whose agents this instance knows (TxState.roomAgents). */
   agents: { room: string; agentId: string; firstSeq: number }[];
 }
@@ -386,8 +392,8 @@ function flushValues(held: Held, announce: readonly string[]): unknown[] {
     NOTIFY_CHANNEL,
     announce,
     JSON.stringify(held.nonces),
-    JSON.stringify([...held.turnRooms.values()]),
-    JSON.stringify([...held.turns.values()]),
+    JSON.stringify(Array.from(held.turnRooms.values(), ([room, r]) => ({ room, ...rows.turnsRoomRow(r) }))),
+    JSON.stringify(Array.from(held.turns.values(), ([room, t]) => ({ room, ...rows.turnRow(t) }))),
     JSON.stringify(held.agents),
   ];
 }
@@ -654,11 +660,8 @@ function writerOf(raw: pg.PoolClient): (heads: Heads, state: TxState) => PgWrite
         "save_board_agent",
       );
     },
-    saveTurnsRoom: (room, turnsRoom) => hold((held) => setHeld(state, held.turnRooms, room, { room, ...rows.turnsRoomRow(turnsRoom) })),
-    saveTurn(room, turn) {
-      const r = rows.turnRow(turn);
-      return hold((held) => setHeld(state, held.turns, `${room}\n${r.id}`, { room, ...r }));
-    },
+    saveTurnsRoom: (room, turnsRoom) => hold((held) => setHeld(state, held.turnRooms, room, [room, turnsRoom] as const)),
+    saveTurn: (room, turn) => hold((held) => setHeld(state, held.turns, `${room}\n${turn.id}`, [room, turn] as const)),
     insertWebhook: async (w) =>
       void (await run(
         `INSERT INTO webhooks (id, room, kind, url, events, format, mentioning, room_url, secret_hash, created_at, consecutive_dead, disabled_at,
