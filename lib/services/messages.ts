@@ -187,13 +187,20 @@ export async function readMessagesJson(svc: Services, rawRoomId: string, query: 
   if (query.mentioning === undefined && query.tail === undefined) {
     // The room's rules (unknown, expired) hold for a kept page too.
     const room = await requireRoom(svc, rawRoomId);
-    key = `${room.uuid} ${query.since ?? 0} ${query.limit}`;
-    const kept = fullPages.get(svc)?.get(key);
-    if (kept !== undefined) return kept;
+    // A cursor at or past the head (an idle poll) has no full page after it.
+    if ((query.since ?? 0) < room.headSize) {
+      key = `${room.uuid} ${query.since ?? 0} ${query.limit}`;
+      const kept = fullPages.get(svc)?.get(key);
+      if (kept !== undefined) return kept;
+    }
     page = await readRoom(svc, room, query, signal);
   } else page = await readMessages(svc, rawRoomId, query, signal);
+  // Only a page shared by several answers (frozen: wokenPage) keeps its JSON.
   let json = pageJson.get(page);
-  if (json === undefined) pageJson.set(page, (json = JSON.stringify(page)));
+  if (json === undefined) {
+    json = JSON.stringify(page);
+    if (Object.isFrozen(page)) pageJson.set(page, json);
+  }
   if (key !== undefined && page.has_more) {
     let pages = fullPages.get(svc);
     if (!pages) fullPages.set(svc, (pages = new FullPages()));
