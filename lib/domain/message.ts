@@ -74,6 +74,8 @@ const TRAILING = /^[\p{Po}\p{Pe}\p{Pf}~]$/u;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
+const MAY_MENTION = /[@\uFE6B\uFF20]/;
+
 /** Distinct names read from one text, at most (a room has far fewer agents). */
 export const MAX_MENTIONS = 50;
 
@@ -95,6 +97,9 @@ function nameEnd(token: string): string {
  * is not a mention.
  */
 export function mentionsOf(text: string): string[] {
+  // No `@`, and none of the two characters NFKC makes one of (U+FE6B, U+FF20): no mention, and no
+  // normalisation to pay for (the verifier recomputes this for every message).
+  if (!MAY_MENTION.test(text)) return [];
   const normal = text.normalize("NFKC");
   const seen = new Set<string>(); // keys
   const read = new Set<string>(); // names as written
