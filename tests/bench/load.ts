@@ -402,7 +402,7 @@ const CLOCK_TICKS = (() => {
 })();
 
 /** The machine's busy CPU time so far (every process, user + system + interrupts), in seconds, from /proc/stat. */
-function machineBusySeconds(): number {
+export function machineBusySeconds(): number {
   const [, ...ticks] = fs.readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!.trim().split(/\s+/).map(Number);
   // user nice system idle iowait irq softirq steal ...: idle and iowait are not busy.
   const busy = ticks.slice(0, 8).reduce((a, b) => a + b, 0) - ticks[3]! - ticks[4]!;

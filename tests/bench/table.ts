@@ -5,6 +5,7 @@
  * generators say so (the lower ratio, the higher p99, the errors of both runs and the server's
  * non-2xx).
  */
+import os from "node:os";
 import { verifyTime, type CoreFigures, type Delivery, type RateFigure, type VerifyFigure } from "./core";
 import type { GrowthFigures, GrowthPoint } from "./growth";
 import { num, rateText, type ClientView, type LoadResult } from "./load";
@@ -59,8 +60,17 @@ export function loadCell(r: LoadResult | undefined): string | undefined {
   if (server) parts.push(`server p99 ${msText(server.p99)} ms`);
   const errors = errorsOf(r);
   if (errors) parts.push(`${num(errors)} errors`);
-  return parts.join(" · ");
+  const cpu = r.wrkCpu ?? r.acCpu;
+  return parts.join(" · ") + (cpu ? ` (${busyText(cpu.mainThread, cpu.mainWaiting, cpu.machine)})` : "");
 }
+
+/**
+ * How near its limit the server ran: its main thread (where every request is handled) busy and
+ * waiting for a core, in cores, and the machine's cores busy. A main thread busy or waiting about
+ * one core and a machine about all its cores busy is a figure at this machine's limit.
+ */
+export const busyText = (main: number, waiting: number, machine: number) =>
+  `server's main thread ${num(main, 2)} of a core busy${Number.isNaN(waiting) ? "" : `, ${num(waiting, 2)} waiting for one`}; machine ${num(machine, 2)} of ${os.cpus().length} cores busy`;
 
 /** Ratios to the same generator's ceiling; the lower one decides. */
 function ratios(r: LoadResult | undefined, c: LoadResult | undefined): { text: string; low: number } | undefined {
@@ -208,7 +218,8 @@ export function rows(c: Ceilings): Row[] {
       cell: (f) =>
         f.turns
           ? `p50 ${num(f.turns.p50)} ms, p99 ${num(f.turns.p99)} ms, ${num(f.turns.turns)}/${num(f.turns.expected)} turns in ${num(f.turns.wallSeconds, 1)} s, ${f.turns.errors} errors ` +
-            `(overlapping, opened → next handed over: p50 ${num(f.turns.openedP50)} ms, p99 ${num(f.turns.openedP99)} ms)`
+            `(overlapping, opened → next handed over: p50 ${num(f.turns.openedP50)} ms, p99 ${num(f.turns.openedP99)} ms; ` +
+            `${busyText(f.turns.serverMain, f.turns.serverWaiting, f.turns.machine)})`
           : undefined,
       ceiling: "",
       target: "p99 < 100 ms, 0 errors",

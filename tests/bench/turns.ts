@@ -16,7 +16,7 @@ import { createRoom } from "../../lib/services/rooms";
 import { claimTurn, currentTurn, replyTurn } from "../../lib/services/turns";
 import { createRoomBody } from "../../lib/schemas/rooms";
 import { inProcessServices, percentile, startServerChild } from "./common";
-import { cpuSeconds, runQueueSeconds } from "./load";
+import { cpuSeconds, machineBusySeconds, runQueueSeconds } from "./load";
 
 type Report = (name: string, value: string) => void;
 
@@ -200,6 +200,10 @@ export interface TurnFigures {
   expected: number;
   errors: number;
   wallSeconds: number;
+  /** The server's main thread during the run, in cores: busy, and waiting for a core (NaN without a server process); the machine's cores busy. */
+  serverMain: number;
+  serverWaiting: number;
+  machine: number;
 }
 
 type Loop = "reply-next" | "mine-claim" | "separate-claim";
@@ -255,6 +259,7 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
   const serverMain0 = serverPid === undefined ? 0 : cpuMsOf(serverPid, true);
   const serverWaited0 = serverPid === undefined ? NaN : runQueueSeconds(serverPid);
   const clientCpu0 = ownCpuMs();
+  const machine0 = machineBusySeconds();
   const t0 = performance.now();
   const deadline = t0 + DEADLINE_MS;
   const agentLoop = async (room: string, agent: string): Promise<void> => {
@@ -318,6 +323,7 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
   const serverMain = serverPid === undefined ? NaN : cpuMsOf(serverPid, true) - serverMain0;
   const serverWaited = serverPid === undefined ? NaN : runQueueSeconds(serverPid) - serverWaited0;
   const clientCpu = ownCpuMs() - clientCpu0;
+  const machine = (machineBusySeconds() - machine0) / wall;
 
   // Every room must have ended as scripted (blocked by max_rounds after ROUNDS × 2 replies), and
   // its log must verify: events, checkpoints and the replayed turn projections.
@@ -351,7 +357,7 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
   );
   report("  rooms ended blocked (max_rounds) / verified CLEAN", `${ended}/${ROOMS} / ${clean}/${ROOMS}`);
   for (const [what, count] of errors) console.log(`    error × ${count}: ${what}`);
-  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), openedP50: percentile(fromOpened, 50), openedP99: percentile(fromOpened, 99), turns: latencies.length, expected, errors: errorCount, wallSeconds: wall };
+  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), openedP50: percentile(fromOpened, 50), openedP99: percentile(fromOpened, 99), turns: latencies.length, expected, errors: errorCount, wallSeconds: wall, serverMain: serverMain / 1000 / wall, serverWaiting: serverWaited / wall, machine };
 }
 
 /**
