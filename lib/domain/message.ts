@@ -97,6 +97,9 @@ function nameEnd(token: string): string {
  * is not a mention.
  */
 export function mentionsOf(text: string): string[] {
+  // The verifier replays events from untrusted bundles: a text that is not a string must stop the
+  // replay (the regular expression below would read 5 as "5").
+  if (typeof text !== "string") throw new TypeError("a message's text must be a string");
   // No `@`, and none of the two characters NFKC makes one of (U+FE6B, U+FF20): no mention, and no
   // normalisation to pay for (the verifier recomputes this for every message).
   if (!MAY_MENTION.test(text)) return [];
