@@ -17,3 +17,7 @@ test("a text without @ mentions no one; ＠ (U+FF20) and ﹫ (U+FE6B) still ment
   }
   assert.deepEqual(makers, [0xfe6b, 0xff20]);
 });
+
+test("a text that is not a string throws (the verifier's replay of an untrusted bundle stops there)", () => {
+  for (const text of [5, { not: "text" }, null]) assert.throws(() => mentionsOf(text as unknown as string), TypeError);
+});
