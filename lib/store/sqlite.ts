@@ -40,8 +40,8 @@ function connect(file: string, readonly: boolean): Database.Database {
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL"); // WAL + NORMAL: commits survive a process crash and do not fsync
     // WAL checkpoints (the fsyncs) run on another thread; this connection only checkpoints if that
-    // thread falls far behind (about 40 MB of WAL).
-    db.pragma("wal_autocheckpoint = 10000");
+    // thread is gone or kept from restarting the WAL (about 200 MB of WAL).
+    db.pragma("wal_autocheckpoint = 50000");
     db.pragma("foreign_keys = ON");
   }
   return db;
@@ -543,10 +543,19 @@ export function openSqliteStore(dataDir: string): Store {
       if (committed.size > 0) for (const listener of commitListeners) listener(committed);
       return value;
     };
+    return serially(run);
+  }
+  function serially<T>(run: () => Promise<T>): Promise<T> {
     const result = tail.then(run, run);
     tail = result.catch(() => {});
     return result;
   }
+  // When the WAL has grown past RESTART_PAGES, the checkpointer asks for a moment with no write
+  // transaction: the writes wait in the queue (reads and streams go on) while it backfills the last
+  // frames and restarts the WAL, so the WAL stays bounded and no commit pays for a checkpoint.
+  checkpointer.on("message", (msg) => {
+    if (msg === "quiet") void serially(() => quietFor(checkpointer));
+  });
 
   return {
     ...reader,
@@ -585,17 +594,55 @@ const CHECKPOINTER = `
 const { parentPort, workerData } = require("node:worker_threads");
 const Database = require(workerData.driver);
 const db = new Database(workerData.file);
-db.pragma("busy_timeout = 5000");
+// RESTART waits this long for a reader still on the WAL it would restart: a read statement of the
+// main thread ends sooner; a snapshot held longer makes it fail, and it is tried again later.
+db.pragma("busy_timeout = 10");
+let asked = false;
+let retryAt = 0;
+parentPort.on("message", () => {
+  let busy = 1;
+  try { ({ busy } = db.pragma("wal_checkpoint(RESTART)")[0]); } catch { /* busy */ }
+  if (busy) retryAt = Date.now() + workerData.retryMs;
+  asked = false;
+  parentPort.postMessage("restarted");
+});
 setInterval(() => {
-  try { db.pragma("wal_checkpoint(PASSIVE)"); } catch { /* busy: next time */ }
+  if (asked) return;
+  let log = 0;
+  try { ({ log } = db.pragma("wal_checkpoint(PASSIVE)")[0]); } catch { return; /* busy: next time */ }
+  if (log >= workerData.restartPages && Date.now() >= retryAt) {
+    asked = true;
+    parentPort.postMessage("quiet");
+  }
 }, workerData.intervalMs);
 `;
 
-/** A thread with its own connection that moves the WAL into the database file every second. */
+/** WAL pages past which the checkpointer restarts the WAL (16 MB). */
+const RESTART_PAGES = 4096;
+
+/**
+ * A thread with its own connection that moves the WAL into the database file ten times a second,
+ * off the main thread, and restarts the WAL (see quietFor) once it has grown past RESTART_PAGES.
+ */
 function startCheckpointer(file: string): Worker {
   const driver = createRequire(import.meta.url).resolve("better-sqlite3");
-  const worker = new Worker(CHECKPOINTER, { eval: true, workerData: { file, driver, intervalMs: 1000 } });
+  const worker = new Worker(CHECKPOINTER, { eval: true, workerData: { file, driver, intervalMs: 100, restartPages: RESTART_PAGES, retryMs: 250 } });
   worker.on("error", (err) => console.error("WAL checkpointer stopped:", err.message));
   worker.unref();
   return worker;
+}
+
+/** Lets the checkpointer restart the WAL while no write transaction is open; at most a second. */
+function quietFor(checkpointer: Worker): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      checkpointer.off("message", onMessage);
+      resolve();
+    };
+    const onMessage = (msg: unknown) => msg === "restarted" && done();
+    const timer = setTimeout(done, 1000);
+    checkpointer.on("message", onMessage);
+    checkpointer.postMessage("go");
+  });
 }

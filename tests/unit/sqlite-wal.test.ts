@@ -1,0 +1,78 @@
+/**
+ * The SQLite store's WAL stays bounded under a steady write load: its checkpointer thread backfills
+ * the WAL and restarts it between two write transactions (lib/store/sqlite.ts, startCheckpointer),
+ * while the write connection's own checkpoint only starts at about 200 MB. The WAL file never
+ * shrinks, so its size after the load is the most it held; without the restarts it would hold
+ * everything written here.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { openSqliteStore } from "../../lib/store/sqlite";
+import type { RoomRow } from "../../lib/store/types";
+
+const MB = 1024 * 1024;
+/** A room row carrying about 256 KB (its description): 100 MB of WAL in 400 writes. */
+function bigRoom(): RoomRow {
+  const now = new Date().toISOString();
+  return {
+    uuid: crypto.randomUUID(), description: crypto.randomBytes(128 * 1024).toString("hex"), isPublic: false, protocolMode: "standard", mode: "open",
+    status: "open", ownerTokenHash: "h", createdAt: now, lastActivityAt: now, expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+    messageCount: 0, agentCount: 0, headSize: 0, headLeaf: "", headRoot: "", frontier: "[]", checkpoint: "", arbiterWatermark: 0,
+    arbiterCalls: 0, arbiterTokens: 0, arbiterItems: 0, lastExtractionError: null, hidden: false,
+  };
+}
+
+/** Writes `megabytes` of rows at about 40 MB/s (a heavy load, which the checkpointer keeps up with). */
+async function writeLoad(store: ReturnType<typeof openSqliteStore>, megabytes: number): Promise<string[]> {
+  const uuids: string[] = [];
+  for (let i = 0; i < megabytes * 4; i++) {
+    const room = bigRoom();
+    await store.write([room.uuid], (tx) => tx.insertRoom(room));
+    uuids.push(room.uuid);
+    await sleep(6);
+  }
+  return uuids;
+}
+
+function withStore(fn: (store: ReturnType<typeof openSqliteStore>, wal: () => number) => Promise<void>) {
+  return async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-wal-"));
+    const store = openSqliteStore(dir);
+    try {
+      await fn(store, () => fs.statSync(path.join(dir, "parley.db-wal")).size);
+    } finally {
+      await store.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  };
+}
+
+test("100 MB written at a steady rate leave a WAL of well under half that", withStore(async (store, wal) => {
+  const uuids = await writeLoad(store, 100);
+  assert.ok(wal() < 48 * MB, `the WAL grew to ${(wal() / MB).toFixed(0)} MB`);
+  const rows = await store.getRooms([uuids[0]!, uuids.at(-1)!]);
+  assert.equal(rows.length, 2, "the first and the last row written are both there");
+}));
+
+test("a snapshot held through the load keeps what it saw; once it ends the WAL is restarted again", withStore(async (store, wal) => {
+  const before = bigRoom();
+  await store.write([before.uuid], (tx) => tx.insertRoom(before));
+  let during: string[] = [];
+  const seen = await store.snapshot(async (reader) => {
+    const first = await reader.getRoom(before.uuid); // the snapshot begins with its first read
+    during = await writeLoad(store, 40);
+    return [first, await reader.getRoom(during[0]!), await reader.getRoom(during.at(-1)!)].map((row) => row?.uuid);
+  });
+  assert.deepEqual(seen, [before.uuid, undefined, undefined], "the snapshot sees the row written before it, and none written after it began");
+  assert.equal((await store.getRooms(during)).length, during.length, "every row written while the snapshot was held is there");
+  // Kept from restarting while the snapshot was held, the WAL holds at least what was written then.
+  const held = wal();
+  assert.ok(held >= 40 * MB, `the WAL held ${(held / MB).toFixed(0)} MB`);
+  await writeLoad(store, 60);
+  assert.ok(wal() < held + 40 * MB, `restarted once the snapshot ended, the WAL grew from ${(held / MB).toFixed(0)} to ${(wal() / MB).toFixed(0)} MB`);
+}));
