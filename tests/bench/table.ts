@@ -155,7 +155,7 @@ export function rows(c: Ceilings): Row[] {
     {
       figure: "POST message over HTTP / in-process append (64 in flight)",
       cell: (f) => (f.post && f.local ? `${num(f.post.wrk?.rate ?? f.post.ac.rate)}/s over ${num(f.local)} appends/s` : undefined),
-      ceiling: "the in-process append of each backend",
+      ceiling: "the in-process append of each backend, measured just before the HTTP load",
       ratio: (f) => (f.post && f.local ? rates(f.post).map((x, i) => `${i === 0 && f.post!.wrk ? "wrk" : "autocannon"} ${((x / f.local!) * 100).toFixed(0)} %`).join(" · ") : undefined),
       target: "≥ 60 %",
       judge: (f) => (f.post && f.local ? Math.min(...rates(f.post)) / f.local >= 0.6 : undefined),
