@@ -501,7 +501,6 @@ export function openSqliteStore(dataDir: string): Store {
   migrate(drizzle(writeConn, { schema }), { migrationsFolder: MIGRATIONS });
   backfillMentions(writeConn);
   const readConn = connect(file, true);
-  const checkpointer = startCheckpointer(file);
   const { reader } = readerOn(readConn);
   const heads: Heads = new Map();
   const tx = writerOn(writeConn, heads);
@@ -550,12 +549,7 @@ export function openSqliteStore(dataDir: string): Store {
     tail = result.catch(() => {});
     return result;
   }
-  // When the WAL has grown past RESTART_PAGES, the checkpointer asks for a moment with no write
-  // transaction: the writes wait in the queue (reads and streams go on) while it backfills the last
-  // frames and restarts the WAL, so the WAL stays bounded and no commit pays for a checkpoint.
-  checkpointer.on("message", (msg) => {
-    if (msg === "quiet") void serially(() => quietFor(checkpointer));
-  });
+  const checkpointer = startCheckpointer(file, serially);
 
   return {
     ...reader,
@@ -622,27 +616,34 @@ const RESTART_PAGES = 4096;
 
 /**
  * A thread with its own connection that moves the WAL into the database file ten times a second,
- * off the main thread, and restarts the WAL (see quietFor) once it has grown past RESTART_PAGES.
+ * off the main thread. Under continuous writes those PASSIVE checkpoints never catch up with the
+ * writer, so the WAL would never restart: once it is past RESTART_PAGES the thread asks for a
+ * quiet moment, which `serially` (the writer queue) gives it as a turn of its own. The writes wait
+ * in the queue (reads and streams go on) while it backfills the last frames and restarts the WAL,
+ * so the WAL stays bounded and no commit pays for a checkpoint.
  */
-function startCheckpointer(file: string): Worker {
+function startCheckpointer(file: string, serially: (run: () => Promise<void>) => Promise<void>): Worker {
   const driver = createRequire(import.meta.url).resolve("better-sqlite3");
   const worker = new Worker(CHECKPOINTER, { eval: true, workerData: { file, driver, intervalMs: 100, restartPages: RESTART_PAGES, retryMs: 250 } });
+  let restarted = () => {};
+  const quiet = () =>
+    new Promise<void>((resolve) => {
+      // A thread that does not answer holds the writes for a second at most.
+      const timer = setTimeout(done, 1000);
+      function done() {
+        clearTimeout(timer);
+        restarted = () => {};
+        resolve();
+      }
+      restarted = done;
+      worker.postMessage("go");
+    });
+  worker.on("message", (msg) => {
+    if (msg === "quiet") void serially(quiet);
+    else if (msg === "restarted") restarted();
+  });
   worker.on("error", (err) => console.error("WAL checkpointer stopped:", err.message));
+  // After the listeners (a "message" listener refs the worker): the thread never keeps the process alive.
   worker.unref();
   return worker;
-}
-
-/** Lets the checkpointer restart the WAL while no write transaction is open; at most a second. */
-function quietFor(checkpointer: Worker): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      checkpointer.off("message", onMessage);
-      resolve();
-    };
-    const onMessage = (msg: unknown) => msg === "restarted" && done();
-    const timer = setTimeout(done, 1000);
-    checkpointer.on("message", onMessage);
-    checkpointer.postMessage("go");
-  });
 }

@@ -11,7 +11,9 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { spawnSync } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
+import { pathToFileURL } from "node:url";
 import { openSqliteStore } from "../../lib/store/sqlite";
 import type { RoomRow } from "../../lib/store/types";
 
@@ -76,3 +78,16 @@ test("a snapshot held through the load keeps what it saw; once it ends the WAL i
   await writeLoad(store, 60);
   assert.ok(wal() < held + 40 * MB, `restarted once the snapshot ended, the WAL grew from ${(held / MB).toFixed(0)} to ${(wal() / MB).toFixed(0)} MB`);
 }));
+
+test("the checkpointer thread does not keep a process alive: one that opens the store and never closes it exits", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-wal-exit-"));
+  try {
+    const store = pathToFileURL(path.resolve(import.meta.dirname, "../../lib/store/sqlite.ts")).href;
+    const script = `import(${JSON.stringify(store)}).then(async ({ openSqliteStore }) => { await openSqliteStore(${JSON.stringify(dir)}).getRoom("none"); console.log("opened"); });`;
+    const r = spawnSync(process.execPath, ["--import", "tsx", "-e", script], { encoding: "utf8", timeout: 30_000 });
+    assert.equal(r.stdout.trim(), "opened", r.stderr);
+    assert.deepEqual([r.signal, r.status], [null, 0], "it exited by itself, not killed at the time limit");
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
