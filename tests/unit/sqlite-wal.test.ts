@@ -15,22 +15,15 @@ import { spawnSync } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pathToFileURL } from "node:url";
 import { openSqliteStore } from "../../lib/store/sqlite";
-import type { RoomRow } from "../../lib/store/types";
+import type { Store } from "../../lib/store/repository";
+import { roomRow } from "../helpers/db";
 
 const MB = 1024 * 1024;
 /** A room row carrying about 256 KB (its description): 100 MB of WAL in 400 writes. */
-function bigRoom(): RoomRow {
-  const now = new Date().toISOString();
-  return {
-    uuid: crypto.randomUUID(), description: crypto.randomBytes(128 * 1024).toString("hex"), isPublic: false, protocolMode: "standard", mode: "open",
-    status: "open", ownerTokenHash: "h", createdAt: now, lastActivityAt: now, expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
-    messageCount: 0, agentCount: 0, headSize: 0, headLeaf: "", headRoot: "", frontier: "[]", checkpoint: "", arbiterWatermark: 0,
-    arbiterCalls: 0, arbiterTokens: 0, arbiterItems: 0, lastExtractionError: null, hidden: false,
-  };
-}
+const bigRoom = () => roomRow({ description: crypto.randomBytes(128 * 1024).toString("hex") });
 
 /** Writes `megabytes` of rows at about 40 MB/s (a heavy load, which the checkpointer keeps up with). */
-async function writeLoad(store: ReturnType<typeof openSqliteStore>, megabytes: number): Promise<string[]> {
+async function writeLoad(store: Store, megabytes: number): Promise<string[]> {
   const uuids: string[] = [];
   for (let i = 0; i < megabytes * 4; i++) {
     const room = bigRoom();
@@ -41,7 +34,7 @@ async function writeLoad(store: ReturnType<typeof openSqliteStore>, megabytes: n
   return uuids;
 }
 
-function withStore(fn: (store: ReturnType<typeof openSqliteStore>, wal: () => number) => Promise<void>) {
+function withStore(fn: (store: Store, wal: () => number) => Promise<void>) {
   return async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-wal-"));
     const store = openSqliteStore(dir);

@@ -11,6 +11,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { openSqliteStore } from "../../lib/store/sqlite";
 import type { RoomRow } from "../../lib/store/types";
+import { roomRow } from "../helpers/db";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-writer-rows-"));
 const store = openSqliteStore(dir);
@@ -20,13 +21,7 @@ after(async () => {
 });
 
 const uuid = "0b5e1c0e-5d1e-4c55-9a43-3f1f2c7a9d10";
-const now = new Date().toISOString();
-const room: RoomRow = {
-  uuid, description: "kept rows", isPublic: false, protocolMode: "standard", mode: "open", status: "open", ownerTokenHash: "h",
-  createdAt: now, lastActivityAt: now, expiresAt: new Date(Date.now() + 3_600_000).toISOString(), messageCount: 0, agentCount: 0,
-  headSize: 0, headLeaf: "", headRoot: "", frontier: "[]", checkpoint: "", arbiterWatermark: 0, arbiterCalls: 0, arbiterTokens: 0,
-  arbiterItems: 0, lastExtractionError: null, hidden: false,
-};
+const room = roomRow({ uuid, description: "kept rows" });
 const read = () => store.write([uuid], async (tx) => (await tx.getRoom(uuid))!);
 /** Moves the head as a batch of appends does (the statement whose columns the writer keeps). */
 const moveHead = (tx: Parameters<Parameters<typeof store.write>[1]>[0], r: RoomRow, headSize: number) =>
