@@ -378,8 +378,8 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
  * The scripted rooms' agents, warm-up run and measured run, in a process of their own (forked with
  * an IPC channel, as the delivery readers are), fresh for each server. In the bench process, after
  * the figures before them, their garbage collector paused up to 19 ms in a turns run and 109 ms in
- * all (8–11 ms and 38–49 ms when the turns ran alone), and a pause holds all 200 agents at once: it was counted as
- * turn latency of the server, at the p99.
+ * all (8–11 ms and 38–49 ms when the turns ran alone); a pause holds all 200 agents at once, and it
+ * was counted as the server's turn latency, at the p99.
  */
 function scriptedRoomsApart(base: string, serverPid: number | undefined, label: string, report: Report): Promise<TurnFigures> {
   const child = fork(import.meta.filename, ["agents", base, String(serverPid ?? ""), label], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
