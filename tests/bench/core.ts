@@ -16,6 +16,7 @@ import { postMessage } from "../../lib/services/messages";
 import { createRoom } from "../../lib/services/rooms";
 import { launchChromium } from "../helpers/browser";
 import { inProcessPgServices, inProcessServices, rssMb, startServerChild, type ServerChild } from "./common";
+import { forkClient } from "./ipc";
 import { DURATION, describe, measure, num, rateText, type LoadResult, type Req } from "./load";
 
 export type Report = (name: string, value: string) => void;
@@ -145,7 +146,7 @@ export async function delivery(opts: { postBase: string; watchBase: string; sse:
   const rounds = opts.rounds ?? 30;
   const room = await newRoom(opts.postBase);
   const since = await headOf(opts.postBase, room);
-  const child = fork(path.join(import.meta.dirname, "delivery-client.ts"), [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child = forkClient(path.join(import.meta.dirname, "delivery-client.ts"));
   const messages: any[] = [];
   let wake = () => {};
   child.on("message", (m) => {

@@ -1,5 +1,5 @@
 /**
- * The readers of the delivery figures, in a process of their own (forked by run.ts with an IPC
+ * The readers of the delivery figures, in a process of their own (forked by core.ts with an IPC
  * channel), so that parsing 1,000 streams does not share an event loop with the poster or the load
  * generator. Asked { base, room, sse, pollers, since }, it opens `sse` SSE streams and starts
  * `pollers` long-poll loops on the room, answers { ready } once every stream has its headers, and
@@ -9,6 +9,7 @@
  */
 import http from "node:http";
 import net from "node:net";
+import { sendToParent } from "./ipc";
 
 interface Start {
   base: string;
@@ -23,9 +24,6 @@ const now = () => performance.timeOrigin + performance.now();
 const roundOf = (text: string) => Number(/delivery (\d+)/.exec(text)?.[1] ?? NaN);
 const DELIVERY = /delivery (\d+)/g;
 
-function send(message: unknown): Promise<void> {
-  return new Promise((resolve, reject) => process.send!(message, (err: Error | null) => (err ? reject(err) : resolve())));
-}
 
 async function run(opts: Start): Promise<void> {
   const url = new URL(opts.base);
@@ -118,7 +116,7 @@ async function run(opts: Start): Promise<void> {
   });
   // Every long-poll is waiting on the server before the first post.
   await new Promise((r) => setTimeout(r, 500));
-  await send({ ready: true });
+  await sendToParent({ ready: true });
 
   // { stop, rounds }: once every reader has the last round (or 15 s after the ask), stop.
   const { rounds } = await new Promise<{ rounds: number }>((resolve) => process.once("message", resolve));
@@ -130,13 +128,13 @@ async function run(opts: Start): Promise<void> {
   for (const socket of sockets) socket.destroy();
   pollAgent.destroy();
   await Promise.all(pollers);
-  await send({ sse: sseArrivals, polls: pollArrivals });
+  await sendToParent({ sse: sseArrivals, polls: pollArrivals });
   process.disconnect();
 }
 
 process.once("message", (opts: Start) => {
   run(opts).catch(async (err: unknown) => {
-    await send({ error: String((err as Error)?.stack ?? err) }).catch(() => {});
+    await sendToParent({ error: String((err as Error)?.stack ?? err) }).catch(() => {});
     process.exit(1);
   });
 });

@@ -9,7 +9,6 @@
  * `turnFigures(report)` is called by tests/bench/run.ts; standalone:
  *   node --import tsx tests/bench/turns.ts
  */
-import { fork } from "node:child_process";
 import http from "node:http";
 import os from "node:os";
 import { PerformanceObserver } from "node:perf_hooks";
@@ -19,6 +18,7 @@ import { createRoom } from "../../lib/services/rooms";
 import { claimTurn, currentTurn, replyTurn } from "../../lib/services/turns";
 import { createRoomBody } from "../../lib/schemas/rooms";
 import { inProcessServices, percentile, startServerChild } from "./common";
+import { forkClient, sendToParent } from "./ipc";
 import { cpuSeconds, machineBusySeconds, runQueueSeconds } from "./load";
 
 type Report = (name: string, value: string) => void;
@@ -382,7 +382,7 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
  * was counted as the server's turn latency, at the p99.
  */
 function scriptedRoomsApart(base: string, serverPid: number | undefined, label: string, report: Report): Promise<TurnFigures> {
-  const child = fork(import.meta.filename, ["agents", base, String(serverPid ?? ""), label], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child = forkClient(import.meta.filename, ["agents", base, String(serverPid ?? ""), label]);
   return new Promise((resolve, reject) => {
     child.on("message", (m: { report?: [string, string]; figures?: TurnFigures }) => {
       if (m.report) report(...m.report);
@@ -394,15 +394,14 @@ function scriptedRoomsApart(base: string, serverPid: number | undefined, label: 
 
 /** The forked side of scriptedRoomsApart: reports and figures go back over the IPC channel. */
 async function agentsProcess(base: string, serverPid: number | undefined, label: string): Promise<void> {
-  const send = (message: unknown) => new Promise<void>((resolve, reject) => process.send!(message, (err: Error | null) => (err ? reject(err) : resolve())));
-  const report: Report = (name, value) => void send({ report: [name, value] });
+  const report: Report = (name, value) => void sendToParent({ report: [name, value] });
   const api = client(base);
   try {
     // As every HTTP load of the bench, the rooms are measured on a warm server: the same run once
     // before, on rooms of its own, reported (a server just started answers its first turns at
     // half speed while V8 compiles the hot paths) but not taken as the figure.
     if (!COLD) await scriptedRooms(api, report, `${label}warm-up (first run on the fresh server, not the figure): `, serverPid);
-    await send({ figures: await scriptedRooms(api, report, label, serverPid) });
+    await sendToParent({ figures: await scriptedRooms(api, report, label, serverPid) });
   } finally {
     api.close();
   }
