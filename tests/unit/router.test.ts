@@ -1,5 +1,5 @@
-// The API's router (api/router.ts): Hono's matches, each method and path searched once, the oldest
-// dropped past the bound.
+// The API's router (api/router.ts): Hono's matches, each method and path shape searched once (a
+// path's UUID segments taken out), the oldest dropped past the bound.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Result, Router } from "hono/router";
@@ -26,6 +26,7 @@ const ROUTES: [string, string, string][] = [
   ["POST", "/api/rooms/:id/tasks/:tid/claim", "claim"],
   ["GET", "/api/rooms/:id/messages", "messages"],
   ["GET", "/:id{[0-9a-f-]{36}}", "room page"],
+  ["GET", "/files/:rest{.+}", "files"],
 ];
 
 /** The handlers a match names, in order, with the parameters each one sees. */
@@ -78,4 +79,39 @@ test("past its bound the kept router drops the oldest path first", () => {
   kept.match("GET", "/api/rooms/a/messages");
   assert.equal(counting.searches, 4, "a searched again");
   assert.deepEqual(named(kept.match("GET", "/api/rooms/a/messages")), ["frame()", "messages(id=a)"]);
+});
+
+const ROOM_A = "0b6c9a4e-1d2f-4a3b-8c7d-9e0f1a2b3c4d";
+const ROOM_B = "5f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0";
+const TASK = "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d";
+
+test("paths that differ only in their UUIDs share one search, and each gets its own parameters", () => {
+  const { counting, kept, plain } = routers();
+  const asked: [string, string][] = [
+    ["GET", `/api/rooms/${ROOM_A}/messages`],
+    ["GET", `/api/rooms/${ROOM_B}/messages`],
+    ["POST", `/api/rooms/${ROOM_A}/tasks/${TASK}/claim`],
+    ["POST", `/api/rooms/${ROOM_B}/tasks/${ROOM_A}/claim`],
+    ["POST", `/api/rooms/${ROOM_B}/tasks/claim-next`],
+    ["GET", `/${ROOM_A}`],
+    ["GET", `/${ROOM_B}`],
+  ];
+  for (const [method, path] of asked) assert.deepEqual(named(kept.match(method, path)), named(plain.match(method, path)), `${method} ${path}`);
+  assert.deepEqual(named(kept.match("POST", `/api/rooms/${ROOM_B}/tasks/${ROOM_A}/claim`)), ["frame()", `claim(id=${ROOM_B},tid=${ROOM_A})`]);
+  assert.deepEqual(named(kept.match("GET", `/${ROOM_B}`)), ["frame()", `room page(id=${ROOM_B})`]);
+  assert.equal(counting.searches, 4, "one search each for messages, a task's claim, claim-next and the room page");
+  // Not a room id as the API hands it out (upper case, one character short or long): searched as it is.
+  for (const path of [`/api/rooms/${ROOM_A.toUpperCase()}/messages`, `/api/rooms/${ROOM_A.slice(1)}/messages`, `/api/rooms/${ROOM_A}0/messages`]) {
+    assert.deepEqual(named(kept.match("GET", path)), named(plain.match("GET", path)), path);
+  }
+  assert.equal(counting.searches, 7);
+});
+
+test("a parameter that holds a UUID within a longer value is matched per path", () => {
+  const { counting, kept } = routers();
+  assert.deepEqual(named(kept.match("GET", `/files/${ROOM_A}/a.txt`)), ["frame()", `files(rest=${ROOM_A}/a.txt)`]);
+  assert.deepEqual(named(kept.match("GET", `/files/${ROOM_B}/a.txt`)), ["frame()", `files(rest=${ROOM_B}/a.txt)`]);
+  assert.deepEqual(named(kept.match("GET", `/files/${ROOM_A}/a.txt`)), ["frame()", `files(rest=${ROOM_A}/a.txt)`]);
+  // The shape's search, then one for each path.
+  assert.equal(counting.searches, 3);
 });
