@@ -21,7 +21,8 @@ function uuidAt(path: string, at: number): boolean {
 }
 /** What the k-th UUID of a path is searched as: UUIDs too, so that a route's pattern for one takes them. */
 const PLACEHOLDERS = Array.from({ length: 4 }, (_, k) => `00000000-0000-4000-8000-00000000000${k}`);
-const PLACEHOLDER_PREFIX = "00000000-0000-4000-8000-0000000000";
+/** What every placeholder begins with: a value holding it, but not equal to one, holds one inside. */
+const PLACEHOLDER_PREFIX = PLACEHOLDERS[0]!.slice(0, -1);
 
 /**
  * A match with its UUIDs taken out: Hono's parameter form that reads values from a stash (as its
