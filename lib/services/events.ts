@@ -231,7 +231,7 @@ async function signHeads(svc: Services, w: StoreWriter, heads: Map<string, Pendi
     const { keyName, pubkey } = svc.key;
     const checkpoint = ahead
       ? checkpointNote(ahead.body, keyName, pubkey, ahead.ticket.take())
-      : signCheckpoint({ origin: `${svc.originHost}/room/${uuid}`, size: head.room.headSize, root, keyName, pubkey, sign: svc.key.sign });
+      : signCheckpoint({ origin: `${svc.originHost}/room/${uuid}`, size: head.room.headSize, root, keyName, pubkey, sign: svc.key.signNow });
     head.rows.at(-1)!.checkpoint = checkpoint;
     head.room.checkpoint = checkpoint;
     for (const receipt of head.receipts) receipt.checkpoint = checkpoint;

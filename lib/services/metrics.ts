@@ -178,5 +178,10 @@ export async function metricsText(svc: Services): Promise<string> {
     ["process_heap_used_bytes", "gauge", "V8 heap in use", mem.heapUsed],
     ["process_uptime_seconds", "gauge", "Seconds since start", Math.round(process.uptime())],
   ] as const;
-  return lines.map(([name, type, help, value]) => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name} ${value}\n`).join("") + requestMetrics(svc).text();
+  const signed = svc.key.signerCounts();
+  const signatures =
+    "# HELP parley_checkpoint_signatures_total Checkpoints signed, by the thread that made the signature (the signer's own, or the main thread)\n" +
+    "# TYPE parley_checkpoint_signatures_total counter\n" +
+    `parley_checkpoint_signatures_total{thread="signer"} ${signed.thread}\nparley_checkpoint_signatures_total{thread="main"} ${signed.here}\n`;
+  return lines.map(([name, type, help, value]) => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name} ${value}\n`).join("") + signatures + requestMetrics(svc).text();
 }

@@ -10,7 +10,7 @@ export interface SignTicket {
   take(): Uint8Array;
 }
 
-/** Signatures asked for so far, and of those taken, how many the thread made and how many were made on the spot. */
+/** Signatures asked for so far; of those taken, how many the thread made; and how many were made on the spot (signHere's too). */
 export interface SignerCounts {
   asked: number;
   thread: number;
@@ -75,7 +75,7 @@ export function signerThread(
   privateKey: crypto.KeyObject,
   /** The number of the first request (tests start near the int32 wrap; requests are numbered mod 2^32). */
   first = 0,
-): { signSoon(message: Uint8Array): SignTicket; counts(): SignerCounts; close(): void } {
+): { signSoon(message: Uint8Array): SignTicket; signHere(message: Uint8Array): Uint8Array; counts(): SignerCounts; close(): void } {
   const counted: SignerCounts = { asked: 0, thread: 0, here: 0 };
   const signHere = (message: Uint8Array) => {
     counted.here++;
@@ -147,6 +147,8 @@ export function signerThread(
         },
       };
     },
+    /** Made now, on this thread (counted with those made on the spot). */
+    signHere,
     counts: () => ({ ...counted }),
     /** Stops the thread: what is asked for after (or not taken before) is signed on the spot. */
     close() {

@@ -166,6 +166,12 @@ test("/metrics answers loopback clients in Prometheus text, and nobody behind a 
   const text = await res.text();
   assert.match(text, /^# HELP parley_rooms /m);
   assert.match(text, /^parley_events \d+$/m);
+  // Every checkpoint the server signs is counted, on the signer's thread or on the main thread.
+  const signed = (t: string) => ["signer", "main"].reduce((sum, thread) => sum + Number(new RegExp(`^parley_checkpoint_signatures_total\\{thread="${thread}"\\} (\\d+)$`, "m").exec(t)![1]), 0);
+  const before = signed(text);
+  const posted = await f.api.room();
+  assert.equal((await f.api.post(`/api/rooms/${posted.uuid}/messages`, { agent_id: "ana", text: "counted" })).status, 201);
+  assert.equal(signed(await (await fetch(`${f.url}/metrics`)).text()) - before, 2, "the room's creation and the post: one checkpoint each");
   await withApi({ PARLEY_TRUST_PROXY: "1", PARLEY_ADMIN_TOKEN: "admin-token-0123456789abcdef" }, async (proxied) => {
     assert.equal((await fetch(`${proxied.url}/metrics`)).status, 403);
     const admin = await fetch(`${proxied.url}/metrics`, { headers: { authorization: "Bearer admin-token-0123456789abcdef" } });

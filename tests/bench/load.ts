@@ -97,6 +97,8 @@ export interface ServerView {
   mean: number;
   /** Answers that were not 2xx, as the server counted them. */
   errors: number;
+  /** Checkpoints signed meanwhile, by the thread that made the signature. */
+  signed: Signatures;
 }
 
 export interface LoadResult {
@@ -118,7 +120,13 @@ export const fmtClient = (v: ClientView) =>
   `${num(v.rate)} req/s, p50 ${ms(v.p50)} ms, p99 ${ms(v.p99)} ms, errors ${v.errors}, in flight ${num(v.inFlight, 1)}` +
   (v.reported ? ` (as wrk prints it: p50 ${ms(v.reported.p50)} ms, p99 ${ms(v.reported.p99)} ms)` : "") +
   (v.startup ? ` (first answer of a connection: p50 ${ms(v.startup.p50)} ms, max ${ms(v.startup.max)} ms)` : "");
-export const fmtServer = (v: ServerView) => `${num(v.requests)} answered, p50 ${ms(v.p50)} ms, p99 ${ms(v.p99)} ms, non-2xx ${v.errors}`;
+export const fmtServer = (v: ServerView) => `${num(v.requests)} answered, p50 ${ms(v.p50)} ms, p99 ${ms(v.p99)} ms, non-2xx ${v.errors}${fmtSigned(v.signed)}`;
+
+/** ", N checkpoints signed (M % on the signer's thread)", or nothing when none were. */
+export function fmtSigned(s: Signatures): string {
+  const total = s.signer + s.main;
+  return total > 0 ? `, ${num(total)} checkpoints signed (${Math.round((100 * s.signer) / total)} % on the signer's thread)` : "";
+}
 
 export function cannonRaw(opts: autocannon.Options): Promise<autocannon.Result> {
   return new Promise((resolve, reject) => autocannon({ duration: DURATION, ...opts }, (err, res) => (err ? reject(err) : resolve(res))));
@@ -316,6 +324,19 @@ interface RouteSnapshot {
   sum: number;
   count: number;
   non2xx: number;
+  signed: Signatures;
+}
+
+/** Checkpoint signatures made on the server's signer thread and on its main thread (counters). */
+export interface Signatures {
+  signer: number;
+  main: number;
+}
+
+/** The server's checkpoint signature counters in a /metrics text. */
+export function signatures(text: string): Signatures {
+  const count = (thread: string) => Number(new RegExp(`^parley_checkpoint_signatures_total\\{thread="${thread}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
+  return { signer: count("signer"), main: count("main") };
 }
 
 /** Parses /metrics into the request histogram of one route ("METHOD /pattern"). */
@@ -334,7 +355,7 @@ export function routeSnapshot(text: string, route: string): RouteSnapshot {
     else if (line.startsWith(`parley_http_request_duration_seconds_count{${labels}}`)) count = Number(line.split(" ").at(-1));
     else if (line.startsWith(`parley_http_responses_total{${labels},status=`) && !line.includes('status="2xx"')) non2xx += Number(line.split(" ").at(-1));
   }
-  return { buckets, sum, count, non2xx };
+  return { buckets, sum, count, non2xx, signed: signatures(text) };
 }
 
 /**
@@ -369,6 +390,7 @@ export function serverDiff(before: RouteSnapshot, after: RouteSnapshot): ServerV
     p99: histogramQuantile(0.99, diff) * 1000,
     mean: requests ? ((after.sum - before.sum) / requests) * 1000 : NaN,
     errors: after.non2xx - before.non2xx,
+    signed: { signer: after.signed.signer - before.signed.signer, main: after.signed.main - before.signed.main },
   };
 }
 

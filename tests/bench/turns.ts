@@ -19,7 +19,7 @@ import { claimTurn, currentTurn, replyTurn } from "../../lib/services/turns";
 import { createRoomBody } from "../../lib/schemas/rooms";
 import { inProcessServices, percentile, startServerChild } from "./common";
 import { forkClient, sendToParent } from "./ipc";
-import { cpuSeconds, machineBusySeconds, runQueueSeconds } from "./load";
+import { cpuSeconds, fmtSigned, machineBusySeconds, runQueueSeconds, signatures } from "./load";
 
 type Report = (name: string, value: string) => void;
 
@@ -271,6 +271,7 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
     }
   });
   gcWatch.observe({ entryTypes: ["gc"] });
+  const signed0 = signatures((await api.get("/metrics")).body as string);
   const machine0 = machineBusySeconds();
   const t0 = performance.now();
   const deadline = t0 + DEADLINE_MS;
@@ -337,6 +338,7 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
   const clientCpu = ownCpuMs() - clientCpu0;
   gcWatch.disconnect();
   const machine = (machineBusySeconds() - machine0) / wall;
+  const signed1 = signatures((await api.get("/metrics")).body as string);
 
   // Every room must have ended as scripted (blocked by max_rounds after ROUNDS × 2 replies), and
   // its log must verify: events, checkpoints and the replayed turn projections.
@@ -366,7 +368,8 @@ async function scriptedRooms(api: Client, report: Report, label = "", serverPid?
   report(
     "  CPU per turn: server (its main thread) / this client (requests per turn)",
     `${(serverCpu / turns).toFixed(2)} ms (${(serverMain / turns).toFixed(2)} ms) / ${(clientCpu / turns).toFixed(2)} ms (${(requests / turns).toFixed(2)}); ` +
-      `server ${Math.round(serverCpu / 10 / wall)} % of a core (main thread ${Math.round(serverMain / 10 / wall)} %${Number.isNaN(serverWaited) ? "" : `, and ${Math.round((100 * serverWaited) / wall)} % waiting for a core`}), client ${Math.round(clientCpu / 10 / wall)} %`,
+      `server ${Math.round(serverCpu / 10 / wall)} % of a core (main thread ${Math.round(serverMain / 10 / wall)} %${Number.isNaN(serverWaited) ? "" : `, and ${Math.round((100 * serverWaited) / wall)} % waiting for a core`}), client ${Math.round(clientCpu / 10 / wall)} %` +
+      fmtSigned({ signer: signed1.signer - signed0.signer, main: signed1.main - signed0.main }),
   );
   report("  this client's garbage collector during the run (it holds the agents)", `${Math.round(gc.ms)} ms in all, longest pause ${ms(gc.longest)}`);
   report("  rooms ended blocked (max_rounds) / verified CLEAN", `${ended}/${ROOMS} / ${clean}/${ROOMS}`);
