@@ -34,7 +34,7 @@ import { arbiterFigures } from "./arbiter";
 import { benchPostgres, freePort } from "./common";
 import { coreFigures, delivery, fmtDelivery, localServicesFor, type Backend } from "./core";
 import { bigEvents, growthFigures, type GrowthPoint } from "./growth";
-import { describe, DURATION, ensureWrk, measure, type LoadResult } from "./load";
+import { describe, DURATION, ensureWrk, measure, num, waitForQuiet, type LoadResult } from "./load";
 import { slowClientFigures } from "./slow-clients";
 import { growthSvg } from "./svg";
 import { finalTable, meanCeiling, type BackendFigures, type Ceilings } from "./table";
@@ -135,6 +135,12 @@ async function backendFigures(backend: Backend): Promise<BackendFigures> {
     if (wants("growth")) section(`${backend}: growth`);
     if (wants("growth")) f.growth = await growthFigures({ backend, env: await envFor(), refEnv: await envFor(), report, verify: wants("verify") });
     if (wants("turns")) section(`${backend}: turns`);
+    // Not after what the growth figures' fills left (SQLite's WAL checkpoints, PostgreSQL's
+    // checkpoint and autovacuum of their databases, dropped here), as between growth points.
+    if (wants("turns")) {
+      await pg?.dropDatabases();
+      console.log(`  (the machine quiet after ${num(await waitForQuiet(), 1)} s)`);
+    }
     if (wants("turns")) f.turns = await turnFigures(report, { env: await envFor(), label: backend === "sqlite" ? "SQLite: " : "PostgreSQL: ", scriptedOnly: true });
     return f;
   } finally {
