@@ -130,22 +130,28 @@ export class RequestMetrics {
     "Requests held open: a waiting long-poll until its answer, an SSE stream until its headers",
   );
   readonly responses = new Counter("parley_http_responses_total", "Answers by method, route pattern and status class");
-  /** The rendered labels of each method and route seen (a request renders none). */
-  private readonly labels = new Map<string, string>();
+  /**
+   * Per method, per route seen: its rendered labels and its counter keys by status class, made once
+   * (a request builds no string: it looks up strings whose hashes are kept).
+   */
+  private readonly routes = new Map<string, Map<string, { labels: string; byClass: string[] }>>();
 
   /**
    * One answered request. `route` is the Hono pattern that matched ("*" when only middleware did,
    * which is recorded as "unmatched" so that unknown paths add no series).
    */
   record(method: string, route: string, status: number, seconds: number, heldOpen = false): void {
-    const key = `${method} ${route}`;
-    let labels = this.labels.get(key);
-    if (!labels) {
-      labels = renderLabels({ method, route: route === "*" || route === "/*" || route === "" ? "unmatched" : route });
-      this.labels.set(key, labels);
+    let byRoute = this.routes.get(method);
+    if (!byRoute) this.routes.set(method, (byRoute = new Map()));
+    let seen = byRoute.get(route);
+    if (!seen) {
+      const labels = renderLabels({ method, route: route === "*" || route === "/*" || route === "" ? "unmatched" : route });
+      seen = { labels, byClass: [0, 1, 2, 3, 4, 5].map((c) => `${labels},status="${c}xx"`) };
+      byRoute.set(route, seen);
     }
-    (heldOpen ? this.held : this.latency).observe(labels, seconds);
-    this.responses.inc(`${labels},status="${Math.floor(status / 100)}xx"`);
+    (heldOpen ? this.held : this.latency).observe(seen.labels, seconds);
+    const statusClass = Math.floor(status / 100);
+    this.responses.inc(seen.byClass[statusClass] ?? `${seen.labels},status="${statusClass}xx"`);
   }
 
   text(): string {
