@@ -7,7 +7,7 @@ import type { Services } from "../lib/services/context";
 import { limitRequest } from "../lib/services";
 import { requestMetrics } from "../lib/services/metrics";
 import { holdStream } from "../lib/services/rate-limit";
-import { callerFor, errorResponse, holdUntilClosed, nodeRequest, readBody, type Env } from "./http";
+import { callerFor, endAfterReads, errorResponse, holdUntilClosed, nodeRequest, nodeResponse, readBody, type Env } from "./http";
 import { KeptMatchRouter } from "./router";
 import { a2aRoutes } from "./routes/a2a";
 import { arbiterRoutes } from "./routes/arbiter";
@@ -105,7 +105,12 @@ export function createApiApp(svc: Services): Hono<Env> {
     try {
       if (!(method === "POST" && OWN_BUDGET.test(path))) await limitRequest(svc, caller.ip);
       if (open) await holdUntilClosed(c, holdStream(svc, caller.ip), next);
-      else if (method === "GET" || method === "HEAD") await next();
+      else if (method === "GET" || method === "HEAD") {
+        // A read that does not wait is answered at once: its answer leaves with the turn's others.
+        const res = nodeResponse(c);
+        if (res) endAfterReads(res);
+        await next();
+      }
       else await withBody(c, next);
     } catch (err) {
       // Thrown here rather than in a route (Hono answers those): answered the same way.
