@@ -40,6 +40,7 @@ import { growthSvg } from "./svg";
 import { finalTable, meanCeiling, type BackendFigures, type Ceilings } from "./table";
 import { taskFigures } from "./tasks";
 import { turnFigures } from "./turns";
+import { fmtWakeUp, wakeUpCost } from "./wakeup";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const PARTS = ["ceiling", "post", "signed", "idle", "page", "watcher", "delivery", "verify", "chromium", "turns", "growth"];
@@ -99,6 +100,8 @@ async function rateCeilings(when = ""): Promise<Pick<Ceilings, "node" | "hono">>
  */
 async function ceilings(): Promise<Ceilings> {
   const out: Ceilings = await rateCeilings();
+  out.wakeUp = await wakeUpCost();
+  report("Ceiling: a wake-up round trip between two processes (blocking pipe)", out.wakeUp ? fmtWakeUp(out.wakeUp) : "not measured (needs taskset and two cores)");
   const { base, child } = await ceilingServer("fanout");
   try {
     out.delivery = {

@@ -10,6 +10,7 @@ import { verifyTime, type CoreFigures, type Delivery, type RateFigure, type Veri
 import type { GrowthFigures, GrowthPoint } from "./growth";
 import { num, rateText, type ClientView, type LoadResult } from "./load";
 import type { TurnFigures } from "./turns";
+import { fmtWakeUp, type WakeUp } from "./wakeup";
 
 export interface BackendFigures extends CoreFigures {
   growth?: GrowthFigures;
@@ -22,6 +23,8 @@ export interface Ceilings {
   hono?: Ceiling;
   /** The same delivery, from a node:http server that does only its I/O. */
   delivery?: { sse: Delivery; polls: Delivery };
+  /** What waking a sleeping process costs here (tests/bench/wakeup.ts). */
+  wakeUp?: WakeUp;
 }
 
 type Ceiling = LoadResult & { samples?: [start: LoadResult, end: LoadResult] };
@@ -143,6 +146,7 @@ export function rows(c: Ceilings): Row[] {
   return [
     { figure: "Ceiling: empty node:http server, 64 connections", cell: () => undefined, ceiling: ceilingSamplesCell(c.node, "node:http") },
     { figure: "Ceiling: trivial Hono route (@hono/node-server), 64 connections", cell: () => undefined, ceiling: ceilingSamplesCell(hono, "trivial Hono") },
+    { figure: "Ceiling: a wake-up round trip between two processes (blocking pipe)", cell: () => undefined, ceiling: c.wakeUp ? fmtWakeUp(c.wakeUp) : "—" },
     {
       figure: "  the server's floor: GET /api/server-key (a route that does nothing), 64 connections",
       cell: (f) => loadCell(f.trivialRoute),
