@@ -47,6 +47,12 @@ async function turnsRoom(a: Api, turns: Record<string, unknown>, extra: Record<s
   return r.body as { uuid: string; owner_token: string };
 }
 const state = async (a: Api, room: string) => (await a.get(`${base(room)}/turns/current`)).body;
+/**
+ * a's reply with my_next has been posted (b's turn is open) and its my_next waits. The wait opens
+ * before the reply's transaction commits, so the wait alone does not say the reply is in.
+ */
+const replyParked = (room: string, idle: number) =>
+  waitUntil("a's reply posted and its my_next parked", async () => f.server.svc.notifier.streamCount > idle && (await state(f.api, room)).current?.agent_id === "b");
 const current = async (a: Api, room: string): Promise<TurnView> => {
   const s = await state(a, room);
   assert.ok(s.current, `no open turn: ${JSON.stringify(s)}`);
@@ -761,7 +767,7 @@ describe("turns: my_turn with claim, one request (POST /turns/mine)", () => {
     // max_rounds 1: b's reply ends the room, which answers a's waiting my_next, and b's own at once.
     const idle = f.server.svc.notifier.streamCount;
     const a = reply2(f.api, room, t.turn.id, "a", t.lease_token, "a", { wait: 30, claim: true });
-    await waitUntil("a's my_next being parked", () => f.server.svc.notifier.streamCount > idle);
+    await replyParked(room, idle);
     const b = (await mine(f.api, room, { agent_id: "b", claim: true })).body;
     const bReply = await reply2(f.api, room, b.turn.id, "b", b.lease_token, "b", { wait: 30, claim: true });
     assert.deepEqual([bReply.status, bReply.body.room_status, bReply.body.my_next.room_status, bReply.body.my_next.turn], [200, "blocked", "blocked", null]);
@@ -775,7 +781,7 @@ describe("turns: my_turn with claim, one request (POST /turns/mine)", () => {
     const t = (await mine(f.api, room, { agent_id: "a", claim: true })).body;
     const idle = f.server.svc.notifier.streamCount;
     const a = reply2(f.api, room, t.turn.id, "a", t.lease_token, "a, then the room goes", { wait: 30, claim: true });
-    await waitUntil("a's my_next being parked", () => f.server.svc.notifier.streamCount > idle);
+    await replyParked(room, idle);
     const deleted = await f.api.del(base(room), { authorization: `Bearer ${owner_token}` });
     assert.deepEqual([deleted.status, deleted.body.deleted], [200, room]);
     const answer = await a;
