@@ -18,7 +18,7 @@ const ROUND_TRIPS = 20_000;
 export interface WakeUp {
   /** Mean round trip, µs, the two processes on different cores. */
   across: number;
-  /** The pinging process's CPU time a round trip, µs (its write's wake-up and its own waking). */
+  /** The pinging process's CPU time a round trip, µs (waking the other, and being woken). */
   acrossCpu: number;
   /** The same on one core. */
   same: number;
@@ -61,7 +61,7 @@ export async function wakeUpCost(): Promise<WakeUp | undefined> {
 }
 
 export const fmtWakeUp = (w: WakeUp) =>
-  `across the two cores ${w.across.toFixed(1)} µs (the waker's CPU ${w.acrossCpu.toFixed(1)} µs), on one core ${w.same.toFixed(1)} µs (${w.sameCpu.toFixed(1)} µs)`;
+  `across the two cores ${w.across.toFixed(1)} µs (${w.acrossCpu.toFixed(1)} µs of one side's CPU), on one core ${w.same.toFixed(1)} µs (${w.sameCpu.toFixed(1)} µs)`;
 
 if (process.argv[2] === "ping" || process.argv[2] === "pong") {
   const [role, a, b, n] = process.argv.slice(2);
