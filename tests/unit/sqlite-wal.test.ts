@@ -1,6 +1,7 @@
 /**
  * The SQLite store's WAL stays bounded under a steady write load: its checkpointer thread backfills
  * the WAL and restarts it between two write transactions (lib/store/sqlite.ts, startCheckpointer),
+ * and it leaves a small WAL alone (copying it would make the next commit restart it, with an fsync),
  * while the write connection's own checkpoint only starts at about 200 MB. The WAL file never
  * shrinks, so its size after the load is the most it held; without the restarts it would hold
  * everything written here.
@@ -71,6 +72,46 @@ test("a snapshot held through the load keeps what it saw; once it ends the WAL i
   await writeLoad(store, 60);
   assert.ok(wal() < held + 40 * MB, `restarted once the snapshot ended, the WAL grew from ${(held / MB).toFixed(0)} to ${(wal() / MB).toFixed(0)} MB`);
 }));
+
+/** The WAL's last frame and the frames checkpoints have copied, from the wal-index header of the -shm file (https://www.sqlite.org/walformat.html). */
+function walIndex(dir: string): { frames: number; copied: number } {
+  const header = Buffer.alloc(100);
+  const fd = fs.openSync(path.join(dir, "parley.db-shm"), "r");
+  try {
+    fs.readSync(fd, header, 0, 100, 0);
+  } finally {
+    fs.closeSync(fd);
+  }
+  const read = (at: number) => (os.endianness() === "LE" ? header.readUInt32LE(at) : header.readUInt32BE(at));
+  return { frames: read(16), copied: read(96) };
+}
+
+test("a small WAL is left alone (copied to its end, the next write would restart it and fsync on the main thread); past 1,000 pages it is copied", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-wal-small-"));
+  const store = openSqliteStore(dir);
+  try {
+    for (let i = 0; i < 5; i++) {
+      const room = roomRow();
+      await store.write([room.uuid], (tx) => tx.insertRoom(room));
+      await sleep(150); // the checkpointer looks every 100 ms
+    }
+    const small = walIndex(dir);
+    assert.ok(small.frames > 0, "the writes are in the WAL");
+    assert.equal(small.copied, 0, `none of its ${small.frames} frames were copied`);
+    // Past 1,000 pages (4 MB of room rows), the next look copies them.
+    for (let i = 0; i < 20; i++) {
+      const room = bigRoom();
+      await store.write([room.uuid], (tx) => tx.insertRoom(room));
+    }
+    const deadline = Date.now() + 5_000;
+    while (walIndex(dir).copied === 0 && Date.now() < deadline) await sleep(50);
+    const big = walIndex(dir);
+    assert.ok(big.frames >= 1_000 && big.copied > 0, `${big.copied} of ${big.frames} frames copied`);
+  } finally {
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 test("the checkpointer thread does not keep a process alive: one that opens the store and never closes it exits", () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-wal-exit-"));
