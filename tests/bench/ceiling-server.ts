@@ -7,7 +7,7 @@
  * ceilings and the idle poll send and parse the same shape. The third is the delivery figures'
  * ceiling: the routes the delivery bench uses (create a room, read its head, SSE, long-poll, post)
  * with no store, no log and no validation, a post written at once to every open stream and
- * answered to every waiting long-poll. Each prints "ready" when listening.
+ * answered to every waiting long-poll, in the shapes and sizes of Parley's answers. Each prints "ready" when listening.
  */
 import crypto from "node:crypto";
 import http from "node:http";
@@ -35,6 +35,8 @@ if (kind === "node") {
   const streams = new Set<http.ServerResponse>();
   let waiting: http.ServerResponse[] = [];
   let seq = 0;
+  let lastHash = "0".repeat(64);
+  const room = crypto.randomUUID();
   const posted: { id: number }[] = [];
   const send = (res: http.ServerResponse, status: number, value: unknown) => {
     const body = JSON.stringify(value);
@@ -47,11 +49,18 @@ if (kind === "node") {
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
       req.on("end", () => {
-        if (url === "/api/rooms") return send(res, 201, { uuid: crypto.randomUUID() });
+        if (url === "/api/rooms") return send(res, 201, { uuid: room });
         const { agent_id, text } = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { agent_id: string; text: string };
-        const message = { id: ++seq, agent_id, text, timestamp: new Date().toISOString() };
+        // The message and its event in Parley's shapes and sizes (an SSE frame of about 640 bytes),
+        // so that the ceiling writes and its readers parse the bytes Parley's do.
+        const id = ++seq;
+        const ts = new Date().toISOString();
+        const hash = crypto.createHash("sha256").update(`${id} ${text}`).digest("hex");
+        const message = { id, agent_id, text, timestamp: ts, reply_to: null, mentions: [], auth: "anon", key_ref: null, pubkey_hex: null, signature_hex: null, ts_iso: null, memory_root: null, hash };
         posted.push(message);
-        const frame = `id: ${seq}\nevent: message.posted\ndata: ${JSON.stringify({ seq, type: "message.posted", actor: agent_id, payload: { text } })}\n\n`;
+        const event = { v: 1, room, seq, ts, type: "message.posted", actor: agent_id, payload: { text }, server: {}, prev: lastHash, hash, message };
+        lastHash = hash;
+        const frame = `id: ${seq}\nevent: message.posted\ndata: ${JSON.stringify(event)}\n\n`;
         // Each socket corked around its write, so the frame leaves now in one write (Node would
         // otherwise hold every response's bytes until its next tick).
         for (const stream of streams) {
