@@ -607,13 +607,16 @@ parentPort.on("message", () => {
 // checkpoints have copied (nBackfill, bytes 96-99), in the machine's byte order. Unreadable: undefined.
 const header = Buffer.alloc(100);
 const read32 = os.endianness() === "LE" ? (at) => header.readUInt32LE(at) : (at) => header.readUInt32BE(at);
-let shm;
+// Opened for each look, so that no descriptor outlives the thread (terminate() closes none).
 function walIndex() {
+  let fd;
   try {
-    shm ??= fs.openSync(workerData.file + "-shm", "r");
-    if (fs.readSync(shm, header, 0, 100, 0) < 100) return undefined;
+    fd = fs.openSync(workerData.file + "-shm", "r");
+    if (fs.readSync(fd, header, 0, 100, 0) < 100) return undefined;
   } catch {
     return undefined;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
   }
   return { frames: read32(16), copied: read32(96) };
 }
