@@ -23,7 +23,7 @@ export function messageRoutes(app: App, svc: Services): void {
   doc({ method: "get", path: "/api/rooms/:id/messages", tag: "messages", summary: "Read messages: since (exclusive), limit, tail, wait (long-poll, seconds), mentioning (only messages addressed to that agent; in a turns room also its turn to claim)", query: readMessagesQuery, response: readPage });
   app.get("/api/rooms/:id/messages", async (c) => {
     const query = queryOf(c, readMessagesQuery);
-    // Only a long-poll needs the abort signal; creating it costs a full Request object.
+    // Only a long-poll needs the abort signal (an AbortController made for the request on first use).
     const json = await readMessagesJson(svc, c.req.param("id"), query, query.wait ? c.req.raw.signal : undefined);
     return c.body(json, 200, { "Content-Type": "application/json" });
   });
