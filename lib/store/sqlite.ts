@@ -633,7 +633,8 @@ setInterval(() => {
     }
     // A small WAL still being written is left alone: once it is all copied, the next write
     // transaction restarts it, and that writes and fsyncs a new WAL header on the main thread.
-    if (wal.frames <= wal.copied || (wal.frames - wal.copied < workerData.checkpointPages && now - changedAt < workerData.idleMs)) return;
+    const waiting = wal.frames - wal.copied;
+    if (waiting <= 0 || (waiting < workerData.checkpointPages && now - changedAt < workerData.idleMs)) return;
   }
   let log = 0;
   try { ({ log } = db.pragma("wal_checkpoint(PASSIVE)")[0]); } catch { return; /* busy: next time */ }

@@ -35,12 +35,12 @@ async function writeLoad(store: Store, megabytes: number): Promise<string[]> {
   return uuids;
 }
 
-function withStore(fn: (store: Store, wal: () => number) => Promise<void>) {
+function withStore(fn: (store: Store, wal: () => number, dir: string) => Promise<void>) {
   return async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-wal-"));
     const store = openSqliteStore(dir);
     try {
-      await fn(store, () => fs.statSync(path.join(dir, "parley.db-wal")).size);
+      await fn(store, () => fs.statSync(path.join(dir, "parley.db-wal")).size, dir);
     } finally {
       await store.close();
       fs.rmSync(dir, { recursive: true, force: true });
@@ -86,32 +86,25 @@ function walIndex(dir: string): { frames: number; copied: number } {
   return { frames: read(16), copied: read(96) };
 }
 
-test("a small WAL is left alone (copied to its end, the next write would restart it and fsync on the main thread); past 1,000 pages it is copied", async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-wal-small-"));
-  const store = openSqliteStore(dir);
-  try {
-    for (let i = 0; i < 5; i++) {
-      const room = roomRow();
-      await store.write([room.uuid], (tx) => tx.insertRoom(room));
-      await sleep(150); // the checkpointer looks every 100 ms
-    }
-    const small = walIndex(dir);
-    assert.ok(small.frames > 0, "the writes are in the WAL");
-    assert.equal(small.copied, 0, `none of its ${small.frames} frames were copied`);
-    // Past 1,000 pages (4 MB of room rows), the next look copies them.
-    for (let i = 0; i < 20; i++) {
-      const room = bigRoom();
-      await store.write([room.uuid], (tx) => tx.insertRoom(room));
-    }
-    const deadline = Date.now() + 5_000;
-    while (walIndex(dir).copied === 0 && Date.now() < deadline) await sleep(50);
-    const big = walIndex(dir);
-    assert.ok(big.frames >= 1_000 && big.copied > 0, `${big.copied} of ${big.frames} frames copied`);
-  } finally {
-    await store.close();
-    fs.rmSync(dir, { recursive: true, force: true });
+test("a small WAL is left alone (copied to its end, the next write would restart it and fsync on the main thread); past 1,000 pages it is copied", withStore(async (store, _wal, dir) => {
+  for (let i = 0; i < 5; i++) {
+    const room = roomRow();
+    await store.write([room.uuid], (tx) => tx.insertRoom(room));
+    await sleep(150); // the checkpointer looks every 100 ms
   }
-});
+  const small = walIndex(dir);
+  assert.ok(small.frames > 0, "the writes are in the WAL");
+  assert.equal(small.copied, 0, `none of its ${small.frames} frames were copied`);
+  // Past 1,000 pages (4 MB of room rows), the next look copies them.
+  for (let i = 0; i < 20; i++) {
+    const room = bigRoom();
+    await store.write([room.uuid], (tx) => tx.insertRoom(room));
+  }
+  const deadline = Date.now() + 5_000;
+  while (walIndex(dir).copied === 0 && Date.now() < deadline) await sleep(50);
+  const big = walIndex(dir);
+  assert.ok(big.frames >= 1_000 && big.copied > 0, `${big.copied} of ${big.frames} frames copied`);
+}));
 
 test("the checkpointer thread does not keep a process alive: one that opens the store and never closes it exits", () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-wal-exit-"));
