@@ -8,7 +8,7 @@ import { turn } from "../../lib/schemas/turns";
 import { agentKey } from "../../lib/domain/names";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { roomEventStream, serveRoomEvents, SSE_HEADERS } from "../../lib/realtime/sse";
-import { doc, jsonBody, nodeResponse, queryOf, type App } from "../http";
+import { cancelOf, doc, jsonBody, nodeResponse, queryOf, type App } from "../http";
 import { validationError } from "../../lib/errors";
 
 const eventsQuery = z.object({
@@ -23,8 +23,7 @@ export function messageRoutes(app: App, svc: Services): void {
   doc({ method: "get", path: "/api/rooms/:id/messages", tag: "messages", summary: "Read messages: since (exclusive), limit, tail, wait (long-poll, seconds), mentioning (only messages addressed to that agent; in a turns room also its turn to claim)", query: readMessagesQuery, response: readPage });
   app.get("/api/rooms/:id/messages", async (c) => {
     const query = queryOf(c, readMessagesQuery);
-    // Only a long-poll needs the abort signal (an AbortController made for the request on first use).
-    const json = await readMessagesJson(svc, c.req.param("id"), query, query.wait ? c.req.raw.signal : undefined);
+    const json = await readMessagesJson(svc, c.req.param("id"), query, query.wait ? cancelOf(c) : undefined);
     return c.body(json, 200, { "Content-Type": "application/json" });
   });
 

@@ -9,15 +9,16 @@ import {
 } from "../../lib/schemas/turns";
 import { postedMessage } from "../../lib/schemas/messages";
 import type { Context } from "hono";
+import type { Cancel } from "../../lib/realtime/notifier";
 import { holdStream } from "../../lib/services/rate-limit";
-import { bearer, doc, holdUntilClosed, jsonBody, queryOf, type App, type Env } from "../http";
+import { bearer, cancelOf, doc, holdUntilClosed, jsonBody, queryOf, type App, type Env } from "../http";
 
 /** Turns mode (issue 6): server-made turns with leases, rounds, completion, owner controls and a passive monitor. */
 export function turnRoutes(app: App, svc: Services): void {
   const id = (c: { req: { param(name: "id"): string } }) => c.req.param("id");
   /** A POST that waits (wait > 0) holds one of its caller's stream slots meanwhile, as a GET long-poll does, taken before anything is written. */
-  const waiting = <T>(c: Context<Env>, wait: number | undefined, run: (signal?: AbortSignal) => Promise<T>) =>
-    wait ? holdUntilClosed(c, holdStream(svc, c.get("caller").ip), () => run(c.req.raw.signal)) : run();
+  const waiting = <T>(c: Context<Env>, wait: number | undefined, run: (signal?: Cancel) => Promise<T>) =>
+    wait ? holdUntilClosed(c, holdStream(svc, c.get("caller").ip), () => run(cancelOf(c))) : run();
 
   doc({ method: "get", path: "/api/rooms/:id/turns", tag: "turns", summary: "The turns state and every turn, oldest first", response: turnsOverview });
   app.get("/api/rooms/:id/turns", async (c) => c.json(await listTurns(svc, id(c))));
@@ -28,7 +29,7 @@ export function turnRoutes(app: App, svc: Services): void {
   doc({ method: "get", path: "/api/rooms/:id/turns/mine", tag: "turns", summary: "Your open turn with the messages since your last one; wait (s) long-polls until it is your turn", query: myTurnQuery, response: myTurnSchema });
   app.get("/api/rooms/:id/turns/mine", async (c) => {
     const query = queryOf(c, myTurnQuery);
-    return c.json(await myTurn(svc, id(c), query, query.wait ? c.req.raw.signal : undefined));
+    return c.json(await myTurn(svc, id(c), query, query.wait ? cancelOf(c) : undefined));
   });
 
   doc({ method: "post", path: "/api/rooms/:id/turns/mine", tag: "turns", summary: "my_turn with a body: wait (s) long-polls until it is your turn; claim true also claims it and returns the lease token (one request instead of two)", body: myTurnBody, response: takenTurn });

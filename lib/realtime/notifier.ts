@@ -1,3 +1,14 @@
+/**
+ * What a wait listens to for its caller going away: a request's AbortSignal, or anything that
+ * reports "abort" as one does (api/http.ts cancelOf: the answer's connection closing, without an
+ * AbortController).
+ */
+export interface Cancel {
+  readonly aborted: boolean;
+  addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: "abort", listener: () => void): void;
+}
+
 /** Published for a room that was deleted or swept: its streams and long-polls end. */
 export const ROOM_GONE = Number.MAX_SAFE_INTEGER;
 
@@ -62,7 +73,7 @@ export class Notifier {
    * promise jobs, and a hundred long-polls reading their pages in the same jobs would hold every
    * stream's write behind them. Resumed together, their answers still leave in one pass.
    */
-  waitFor(room: string, afterSeq: number, headSeq: () => Promise<number>, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+  waitFor(room: string, afterSeq: number, headSeq: () => Promise<number>, timeoutMs: number, signal?: Cancel): Promise<boolean> {
     if (signal?.aborted) return Promise.resolve(false);
     return new Promise((resolve) => {
       let settled = false;

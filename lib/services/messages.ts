@@ -6,6 +6,7 @@ import type { EventSig } from "../log/event";
 import type { PostMessageInput, ReadMessagesInput } from "../schemas/messages";
 import { eventFromRow, messageFromRow } from "../store/rows";
 import type { EventRow, RoomRow } from "../store/types";
+import type { Cancel } from "../realtime/notifier";
 import { isoNow, type Caller, type Services } from "./context";
 import { appendEvent, queuedWrite, type Receipt, type Tx } from "./events";
 import { parseRoomId, requireOpenRoom, requireRoom, requireTurnToPost } from "./access";
@@ -85,13 +86,13 @@ export interface MessagePage {
  * A page of messages. `since` (exclusive) pages forward; `tail` gives the newest N; neither gives
  * the oldest page (compat). With `wait`, an empty forward page is held until something newer arrives.
  */
-export async function readMessages(svc: Services, rawRoomId: string, query: ReadMessagesInput, signal?: AbortSignal): Promise<MessagePage> {
+export async function readMessages(svc: Services, rawRoomId: string, query: ReadMessagesInput, signal?: Cancel): Promise<MessagePage> {
   if (query.mentioning !== undefined) return readMentioning(svc, rawRoomId, query, query.mentioning, signal);
   return readRoom(svc, await requireRoom(svc, rawRoomId), query, signal);
 }
 
 /** readMessages without `mentioning`, of a room already required. */
-async function readRoom(svc: Services, room: RoomRow, query: ReadMessagesInput, signal?: AbortSignal): Promise<MessagePage> {
+async function readRoom(svc: Services, room: RoomRow, query: ReadMessagesInput, signal?: Cancel): Promise<MessagePage> {
   if (query.tail !== undefined) {
     const rows = await svc.store.tailMessages(room.uuid, query.tail);
     const first = rows[0]?.seq;
@@ -181,7 +182,7 @@ const FULL_PAGES_BYTES = 8 * 1024 * 1024;
 const fullPages = new WeakMap<Services, FullPages>();
 
 /** readMessages as the JSON the REST API answers, from the kept full pages when it is one. */
-export async function readMessagesJson(svc: Services, rawRoomId: string, query: ReadMessagesInput, signal?: AbortSignal): Promise<string> {
+export async function readMessagesJson(svc: Services, rawRoomId: string, query: ReadMessagesInput, signal?: Cancel): Promise<string> {
   let key: string | undefined;
   let page: MessagePage;
   if (query.mentioning === undefined && query.tail === undefined) {
@@ -218,7 +219,7 @@ export async function readMessagesJson(svc: Services, rawRoomId: string, query: 
  * `turn` and a long-poll answers at once (claim it: until then every poll answers at once, as
  * turns/mine does, and the timer skips a turn left unclaimed).
  */
-async function readMentioning(svc: Services, rawRoomId: string, query: ReadMessagesInput, agent: string, signal?: AbortSignal): Promise<MessagePage> {
+async function readMentioning(svc: Services, rawRoomId: string, query: ReadMessagesInput, agent: string, signal?: Cancel): Promise<MessagePage> {
   const key = agentKey(agent);
   const since = query.since ?? 0;
   // As without the filter: only a forward read from a cursor waits.

@@ -21,6 +21,7 @@ import type { EventSig } from "../log/event";
 import type { ClaimTurnInput, MyTurnBody, MyTurnInput, ReplyTurnInput, SkipTurnInput } from "../schemas/turns";
 import { turnsProtocolCard } from "../instructions/turns";
 import type { RoomRow, StoreReader } from "../store/types";
+import type { Cancel } from "../realtime/notifier";
 import { isoNow, type Caller, type Services } from "./context";
 import { appendEvent, queuedWrite, txAfter, write, type Appended, type NewEvent, type Receipt, type Tx } from "./events";
 import { appendMessage, takePostBudget } from "./messages";
@@ -295,7 +296,7 @@ const endedDetail = (t: TurnsRoom) =>
  * a turn open to this agent now is also claimed, and the answer carries the claim's lease token,
  * lease and receipt (and the input messages as of the claim): one request instead of two.
  */
-export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnBody, signal?: AbortSignal) {
+export async function myTurn(svc: Services, rawRoomId: string, input: MyTurnBody, signal?: Cancel) {
   return takeTurn(svc, rawRoomId, input, input.wait ? openWait(svc, parseRoomId(rawRoomId), input) : undefined, signal);
 }
 
@@ -324,7 +325,7 @@ function openWait(svc: Services, room: string, input: MyTurnBody): Wait {
 }
 
 /** my_turn over `wait` (closed here), from the turns state `known` when the caller has it at the room's head. */
-async function takeTurn(svc: Services, rawRoomId: string, input: MyTurnBody, wait: Wait | undefined, signal?: AbortSignal, known?: TurnsAt) {
+async function takeTurn(svc: Services, rawRoomId: string, input: MyTurnBody, wait: Wait | undefined, signal?: Cancel, known?: TurnsAt) {
   const claiming = input.claim === true;
   const until = Date.now() + (input.wait ?? 0) * 1000;
   let mine: Awaited<ReturnType<typeof turnFor>>;
@@ -359,7 +360,7 @@ function withLease<T extends { detail: string }>(
  */
 async function turnFor(
   svc: Services, rawRoomId: string, input: MyTurnInput, until: number, wait: Wait | undefined,
-  signal: AbortSignal | undefined, claiming: boolean, known?: TurnsAt,
+  signal: Cancel | undefined, claiming: boolean, known?: TurnsAt,
 ) {
   /** The state a wake-up brought (from memory), else read. */
   let woke = known;
@@ -444,7 +445,7 @@ function watchTurns(svc: Services, room: string, agentId: string) {
   return {
     close: unsubscribe,
     /** Resolves with the state of a head past `afterSeq` that answers the agent, or undefined (read again). */
-    next(afterSeq: number, timeoutMs: number, signal?: AbortSignal): Promise<TurnsAt | undefined> {
+    next(afterSeq: number, timeoutMs: number, signal?: Cancel): Promise<TurnsAt | undefined> {
       if (signal?.aborted || timeoutMs <= 0) return Promise.resolve(undefined);
       return new Promise((resolve) => {
         let judging = false;
@@ -478,7 +479,7 @@ function watchTurns(svc: Services, room: string, agentId: string) {
   };
 }
 
-const sleep = (ms: number, signal?: AbortSignal) =>
+const sleep = (ms: number, signal?: Cancel) =>
   new Promise<void>((resolve) => {
     const timer = setTimeout(done, ms);
     function done() {
@@ -582,7 +583,7 @@ async function claimAhead(svc: Services, tx: Tx, room: RoomRow, proj: TurnsProje
  * away). Once the reply is committed it is answered: a next turn that cannot be taken says why in
  * `my_next.detail`.
  */
-export async function replyTurn(svc: Services, caller: Caller, rawRoomId: string, rawTurnId: string, input: ReplyTurnInput, signal?: AbortSignal) {
+export async function replyTurn(svc: Services, caller: Caller, rawRoomId: string, rawTurnId: string, input: ReplyTurnInput, signal?: Cancel) {
   const id = parseRoomId(rawRoomId);
   const next: MyTurnBody | undefined = input.my_next && { agent_id: input.agent_id, ...input.my_next };
   if (next?.claim && input.sig) {

@@ -196,6 +196,22 @@ describe("GET /api/rooms/{id}/messages", () => {
     assert.deepEqual(r.body.messages.map((m: { text: string }) => m.text), ["wake up"]);
   });
 
+  test("a long-poll whose client goes away stops waiting at once, and the next post is answered as usual", { timeout: 15_000 }, async () => {
+    const head = (await f.api.get(`/api/rooms/${room}/messages?tail=1`)).body.next_since;
+    const idle = f.server.svc.notifier.streamCount;
+    const gone = new AbortController();
+    const abandoned = fetch(`${f.url}/api/rooms/${room}/messages?since=${head}&wait=30`, { signal: gone.signal }).catch(() => "aborted");
+    await waitUntil("the long-poll being parked", () => f.server.svc.notifier.streamCount > idle);
+    gone.abort();
+    assert.equal(await abandoned, "aborted");
+    // Long before its 30 s: the wait heard the connection close.
+    await waitUntil("the server dropping the wait", () => f.server.svc.notifier.streamCount === idle);
+    const poll = f.api.get(`/api/rooms/${room}/messages?since=${head}&wait=30`);
+    await waitUntil("the next long-poll being parked", () => f.server.svc.notifier.streamCount > idle);
+    assert.equal((await f.api.say(room, "late", "after the one that left")).status, 201);
+    assert.deepEqual((await poll).body.messages.map((m: { text: string }) => m.text), ["after the one that left"]);
+  });
+
   test("long-polls woken by a post answer from the commit, with no store read: the page a read gives afterwards", { timeout: 15_000 }, async () => {
     const own = (await f.api.room()).uuid;
     assert.equal((await f.api.say(own, "ann", "first")).status, 201);
