@@ -20,7 +20,7 @@ const WRK_THREADS = Number(process.env.BENCH_WRK_THREADS ?? 1);
  */
 const WRK_STARTUP_S = 1;
 /** Seconds of unmeasured load before each measured one (BENCH_WARMUP_SECONDS). */
-const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 1);
+export const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 1);
 
 export interface Req {
   method: "GET" | "POST";
