@@ -91,44 +91,43 @@ if (process.argv[2] === "ping" || process.argv[2] === "pong") {
     into = fs.openSync(b!, "w");
   }
   const byte = Buffer.alloc(1);
+  // One exchange: ping hands the byte over and waits for it back, pong waits for it and hands it back.
+  const exchange =
+    role === "ping"
+      ? () => {
+          fs.writeSync(into, byte);
+          fs.readSync(from, byte);
+        }
+      : () => {
+          fs.readSync(from, byte);
+          fs.writeSync(into, byte);
+        };
   if (quietMs > 0) {
     // Each round trip after a quiet spell (ping sleeps; pong waits in its read), one warm-up first.
     const pause = new Int32Array(new SharedArrayBuffer(4));
     const rtts: number[] = [];
     for (let i = 0; i <= rounds; i++) {
-      if (role === "ping") {
-        Atomics.wait(pause, 0, 0, quietMs);
-        const t = performance.now();
-        fs.writeSync(into, byte);
-        fs.readSync(from, byte);
-        if (i > 0) rtts.push((performance.now() - t) * 1000);
-      } else {
-        fs.readSync(from, byte);
-        fs.writeSync(into, byte);
-      }
+      if (role === "ping") Atomics.wait(pause, 0, 0, quietMs);
+      const t = performance.now();
+      exchange();
+      if (i > 0) rtts.push((performance.now() - t) * 1000);
     }
     if (role === "ping") console.log(String(rtts.sort((x, y) => x - y)[Math.floor(rtts.length / 2)]));
-    process.exit(0);
-  }
-  // A warm-up of a tenth, unmeasured.
-  const warm = Math.ceil(rounds / 10);
-  let t0 = 0;
-  let cpu0 = process.cpuUsage();
-  for (let i = 0; i < warm + rounds; i++) {
-    if (i === warm && role === "ping") {
-      t0 = performance.now();
-      cpu0 = process.cpuUsage();
+  } else {
+    // A warm-up of a tenth, unmeasured.
+    const warm = Math.ceil(rounds / 10);
+    let t0 = 0;
+    let cpu0 = process.cpuUsage();
+    for (let i = 0; i < warm + rounds; i++) {
+      if (i === warm) {
+        t0 = performance.now();
+        cpu0 = process.cpuUsage();
+      }
+      exchange();
     }
     if (role === "ping") {
-      fs.writeSync(into, byte);
-      fs.readSync(from, byte);
-    } else {
-      fs.readSync(from, byte);
-      fs.writeSync(into, byte);
+      const cpu = process.cpuUsage(cpu0);
+      console.log(`${((performance.now() - t0) * 1000) / rounds} ${(cpu.user + cpu.system) / rounds}`);
     }
-  }
-  if (role === "ping") {
-    const cpu = process.cpuUsage(cpu0);
-    console.log(`${((performance.now() - t0) * 1000) / rounds} ${(cpu.user + cpu.system) / rounds}`);
   }
 }
