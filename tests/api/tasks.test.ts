@@ -15,7 +15,9 @@ let timed: TestApi;
 
 before(async () => {
   f = await startApi();
-  timed = await startApi({ PARLEY_AGENT_HEARTBEAT_S: "10" }, { clock });
+  // Its boards are swept by the tests alone: the server's own sweeper, were it to fire during a
+  // test, would release a lease before the test's sweep looks for it.
+  timed = await startApi({ PARLEY_AGENT_HEARTBEAT_S: "10", PARLEY_SWEEP_INTERVAL: "1h" }, { clock });
 });
 after(async () => {
   await f.close();
