@@ -19,7 +19,7 @@
  */
 import { startServerChild } from "./common";
 import { fillRoom, fmtVerify, headOf, newRoom, postRequests, verifyOffline, verifyOnline, type Backend, type Report, type VerifyFigure } from "./core";
-import { describe, measure, num, waitForQuiet, type LoadResult, type Req } from "./load";
+import { describe, measure, median, num, waitForQuiet, type LoadResult, type Req } from "./load";
 
 const SECONDS = Number(process.env.BENCH_GROWTH_SECONDS ?? 2);
 export const ROOM_COUNTS = [10, 1_000, 10_000];
@@ -79,10 +79,6 @@ function betterOf(a: LoadResult, b: LoadResult): LoadResult {
 
 /** Pairs of a point's run and its reference's (BENCH_GROWTH_PAIRS). */
 const PAIRS = Number(process.env.BENCH_GROWTH_PAIRS ?? 4);
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 /**
  * A load and its reference in PAIRS pairs, each pair's two runs back to back (in alternating

@@ -113,6 +113,11 @@ export interface LoadResult {
 /** "wrk 1,234/s · autocannon 1,100/s" */
 export const rateText = (r: LoadResult) => `${r.wrk ? `wrk ${num(r.wrk.rate)}/s · ` : ""}autocannon ${num(r.ac.rate)}/s`;
 
+/** The middle value (the mean of the two middle ones for an even count). */
+export const median = (xs: readonly number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
 export const num = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString("en", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "—");
 const ms = (x: number) => (x >= 100 ? num(x) : x >= 10 ? num(x, 1) : num(x, 2));
 

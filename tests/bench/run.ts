@@ -21,6 +21,7 @@
  *   BENCH_BIG_EVENTS=100000, BENCH_BIG_EVENTS_PG=100000   the large room of the growth and verify figures
  *   BENCH_GROWTH_SECONDS=2    length of each load of the growth figures
  *   BENCH_GROWTH_PAIRS=4      pairs of runs, point and reference, of each growth point
+ *   BENCH_POST_PAIRS=3        pairs of the in-process append limit and the HTTP POST load (the ratio is their median)
  *   BENCH_WARMUP_SECONDS=1    unmeasured load before each measured one
  *   BENCH_WRK_THREADS=1       wrk's threads (one, so that it takes no more of the cores than autocannon)
  *   BENCH_SVG=docs/bench-growth.svg   where the plot goes (written when growth ran on a backend)
