@@ -420,9 +420,10 @@ export async function coreFigures(opts: {
       for (let i = 0; i < POST_PAIRS; i++) {
         const local = await inProcessAppendRate(64, opts.localServices);
         report(`${label}: In-process append, 64 in flight (no HTTP): the local limit`, `${num(local)} appends/s`);
+        let post: LoadResult;
         // The first pair's HTTP load is also the POST row's, beside the trivial Hono ceiling.
-        const post = i === 0 ? (f.post = await rate("post", `${label}: POST message, 64 connections, 50 rooms`, postLoad)) : await postLoad();
-        if (i > 0) logLoad(report, `${label}: POST message, 64 connections, 50 rooms (pair ${i + 1} of ${POST_PAIRS})`, post);
+        if (i === 0) post = f.post = await rate("post", `${label}: POST message, 64 connections, 50 rooms`, postLoad);
+        else logLoad(report, `${label}: POST message, 64 connections, 50 rooms (pair ${i + 1} of ${POST_PAIRS})`, (post = await postLoad()));
         f.postPairs.push({ local, post });
       }
       const ratio = postRatio(f.postPairs);
