@@ -18,6 +18,7 @@ import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { median } from "./load";
 
 const ROUND_TRIPS = 20_000;
 /** The quiet before each of QUIET_ROUND_TRIPS: the delivery rounds' gap between posts. */
@@ -112,7 +113,7 @@ if (process.argv[2] === "ping" || process.argv[2] === "pong") {
       exchange();
       if (i > 0) rtts.push((performance.now() - t) * 1000);
     }
-    if (role === "ping") console.log(String(rtts.sort((x, y) => x - y)[Math.floor(rtts.length / 2)]));
+    if (role === "ping") console.log(String(median(rtts)));
   } else {
     // A warm-up of a tenth, unmeasured.
     const warm = Math.ceil(rounds / 10);
