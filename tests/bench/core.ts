@@ -146,7 +146,7 @@ function deliveryOf(arrivals: [number, number, number][], sentAt: number[], read
  * post is sent (this process) to the message arriving at a reader (the client process), on the
  * same machine clock. `whenOpen` runs once every stream is open (the resident-memory reading).
  */
-const DELIVERY_WARMUP_ROUNDS = 3;
+const DELIVERY_WARMUP_ROUNDS = 30;
 
 export async function delivery(opts: { postBase: string; watchBase: string; sse: number; pollers: number; rounds?: number; gapMs?: number; whenOpen?: () => void }): Promise<{ sse: Delivery; polls: Delivery }> {
   const rounds = opts.rounds ?? 30;
@@ -177,7 +177,11 @@ export async function delivery(opts: { postBase: string; watchBase: string; sse:
     opts.whenOpen?.();
     // Unmeasured rounds first, as every HTTP load here warms up first: the first two posts to
     // 1,000 freshly opened streams take two to four times a later one (fresh sockets, and the
-    // reader's and the writer's code not yet compiled). The readers only count "delivery N".
+    // reader's and the writer's code not yet compiled). As many as are measured: after 3, the
+    // server's V8 still made about 120 optimised compilations (--trace-opt) in the 30 measured
+    // rounds of the long-polls, on the threads that share the two cores with it and the readers,
+    // and the measured long-polls' p50 and p99 were half again those on a server warmed by 30
+    // (about 20 compilations left). The readers only count "delivery N".
     for (let i = 0; i < DELIVERY_WARMUP_ROUNDS; i++) {
       await json(opts.postBase, "POST", `/api/rooms/${room}/messages`, { agent_id: `speaker-${i % 3}`, text: `warm-up ${i}` });
       await sleep(opts.gapMs ?? 150);
