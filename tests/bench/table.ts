@@ -232,7 +232,7 @@ export function rows(c: Ceilings): Row[] {
       figure: "Turns: 100 rooms × 2 scripted agents × 20 rounds (reply with my_next: one request a turn), turn latency (reply sent → next turn handed over), warm server",
       cell: (f) =>
         f.turns
-          ? `p50 ${num(f.turns.p50)} ms, p99 ${num(f.turns.p99)} ms, ${num(f.turns.turns)}/${num(f.turns.expected)} turns in ${num(f.turns.wallSeconds, 1)} s, ${f.turns.errors} errors ` +
+          ? `p50 ${num(f.turns.p50)} ms, p99 ${num(f.turns.p99)} ms${f.turns.runsP99 ? ` (the median of ${f.turns.runsP99.length} runs' p99: ${f.turns.runsP99.map((x) => num(x)).join(" / ")} ms)` : ""}, ${num(f.turns.turns)}/${num(f.turns.expected)} turns in ${num(f.turns.wallSeconds, 1)} s, ${f.turns.errors} errors ` +
             `(overlapping, opened → next handed over: p50 ${num(f.turns.openedP50)} ms, p99 ${num(f.turns.openedP99)} ms; ` +
             `${busyText(f.turns.serverMain, f.turns.serverWaiting, f.turns.machine)})`
           : undefined,
