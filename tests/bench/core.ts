@@ -180,7 +180,7 @@ export async function delivery(opts: { postBase: string; watchBase: string; sse:
     // reader's and the writer's code not yet compiled). As many as are measured: after 3, the
     // server's V8 still made about 120 optimised compilations (--trace-opt) in the 30 measured
     // rounds of the long-polls, on the threads that share the two cores with it and the readers,
-    // and the measured long-polls' p50 and p99 were half again those on a server warmed by 30
+    // and the measured long-polls' p50 and p99 were 1.4-1.8 times those on a server warmed by 30
     // (about 20 compilations left). The readers only count "delivery N".
     for (let i = 0; i < DELIVERY_WARMUP_ROUNDS; i++) {
       await json(opts.postBase, "POST", `/api/rooms/${room}/messages`, { agent_id: `speaker-${i % 3}`, text: `warm-up ${i}` });

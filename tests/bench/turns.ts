@@ -35,7 +35,7 @@ const ROUNDS = 20;
  * is 2–3 s, a single sample of a machine that slows by half for tens of seconds at a time
  * (docs/BENCHMARKS.md, thirty-second round).
  */
-const RUNS = Number(process.env.BENCH_TURN_RUNS ?? 3);
+const RUNS = Math.max(1, Number(process.env.BENCH_TURN_RUNS ?? 3));
 /** The scripted run gives up (and counts what is unfinished as errors) after this long. */
 const DEADLINE_MS = 90_000;
 /** BENCH_TURN_COLD=1: no warm-up run and no connections opened before the clock starts. */
