@@ -234,8 +234,20 @@ export async function verifyOnline(server: ServerChild, room: string): Promise<V
     const { value, peakMb } = await peakRss(server.child.pid!, () => json(server.base, "POST", `/api/rooms/${room}/verify`, {}));
     runs.push({ ms: performance.now() - t0, verdict: value.verdict as string, peakMb });
   }
-  const verdicts = new Set(runs.map((r) => r.verdict));
-  return { ms: median(runs.map((r) => r.ms)), firstMs: runs[0]!.ms, verdict: [...verdicts].join("/"), rssMb: Math.max(...runs.map((r) => r.peakMb)), events };
+  return { ms: median(runs.map((r) => r.ms)), firstMs: runs[0]!.ms, verdict: verdictsOf(runs), rssMb: Math.max(...runs.map((r) => r.peakMb)), events };
+}
+
+/** The verdicts of several runs of one verification: one when they agree, else each, joined by "/". */
+const verdictsOf = (runs: { verdict: string }[]) => [...new Set(runs.map((r) => r.verdict))].join("/");
+
+/** One run of `parley verify`'s code on a saved bundle, in a fresh process (tests/bench/verify-offline.ts). */
+async function verifyOfflineOnce(file: string): Promise<{ events: number; verifyMs: number; verdict: string; maxRssMb: number }> {
+  const child = fork(path.join(import.meta.dirname, "verify-offline.ts"), [file], { execArgv: ["--import", "tsx"], stdio: ["ignore", "pipe", "inherit", "ipc"] });
+  let stdout = "";
+  child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
+  const code = await new Promise<number | null>((r) => child.on("exit", r));
+  if (code !== 0) throw new Error(`verify-offline exited ${code}: ${stdout}`);
+  return JSON.parse(stdout.trim().split("\n").at(-1)!);
 }
 
 /**
@@ -253,17 +265,9 @@ export async function verifyOffline(base: string, room: string): Promise<VerifyF
     const out = fs.createWriteStream(file);
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) if (!out.write(chunk)) await new Promise<void>((r) => out.once("drain", () => r()));
     await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
-    const runs: { events: number; verifyMs: number; verdict: string; maxRssMb: number }[] = [];
-    for (let i = 0; i < 3; i++) {
-      const child = fork(path.join(import.meta.dirname, "verify-offline.ts"), [file], { execArgv: ["--import", "tsx"], stdio: ["ignore", "pipe", "inherit", "ipc"] });
-      let stdout = "";
-      child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
-      const code = await new Promise<number | null>((r) => child.on("exit", r));
-      if (code !== 0) throw new Error(`verify-offline exited ${code}: ${stdout}`);
-      runs.push(JSON.parse(stdout.trim().split("\n").at(-1)!));
-    }
-    const verdicts = new Set(runs.map((r) => r.verdict));
-    return { ms: median(runs.map((r) => r.verifyMs)), firstMs: runs[0]!.verifyMs, verdict: [...verdicts].join("/"), rssMb: Math.max(...runs.map((r) => r.maxRssMb)), events: runs[0]!.events };
+    const runs = [];
+    for (let i = 0; i < 3; i++) runs.push(await verifyOfflineOnce(file));
+    return { ms: median(runs.map((r) => r.verifyMs)), firstMs: runs[0]!.verifyMs, verdict: verdictsOf(runs), rssMb: Math.max(...runs.map((r) => r.maxRssMb)), events: runs[0]!.events };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
