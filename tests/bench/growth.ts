@@ -19,7 +19,7 @@
  */
 import { startServerChild } from "./common";
 import { fillRoom, fmtVerify, headOf, newRoom, postRequests, verifyOffline, verifyOnline, type Backend, type Report, type VerifyFigure } from "./core";
-import { describe, measure, median, num, waitForQuiet, type LoadResult, type Req } from "./load";
+import { describe, measure, medianRatio, num, pairsText, waitForQuiet, type LoadResult, type Ratio, type Req } from "./load";
 
 const SECONDS = Number(process.env.BENCH_GROWTH_SECONDS ?? 2);
 export const ROOM_COUNTS = [10, 1_000, 10_000];
@@ -41,11 +41,6 @@ export interface GrowthPoint {
   idle: LoadResult;
   /** The same loads at the smallest size, measured in turn with these, and the median ratios of the pairs. */
   ref?: { post: LoadResult; idle: LoadResult; ratio: { post: Ratio; idle: Ratio } };
-}
-/** Per generator, the median over the pairs of a point's rate over its reference's. */
-export interface Ratio {
-  ac: number;
-  wrk?: number;
 }
 
 export interface GrowthFigures {
@@ -97,8 +92,9 @@ async function inTurn(point: (i: number) => Promise<LoadResult>, ref: (i: number
       points.push(await point(i));
     }
   }
-  const wrk = points.every((p, i) => p.wrk && refs[i]!.wrk) ? median(points.map((p, i) => p.wrk!.rate / refs[i]!.wrk!.rate)) : undefined;
-  return { point: points.reduce(betterOf), ref: refs.reduce(betterOf), ratio: { ac: median(points.map((p, i) => p.ac.rate / refs[i]!.ac.rate)), wrk } };
+  const pairs = points.map((p, i) => [p, refs[i]!] as const);
+  console.log(`  (point over reference, ${pairsText(pairs)})`);
+  return { point: points.reduce(betterOf), ref: refs.reduce(betterOf), ratio: medianRatio(pairs) };
 }
 
 /** A cursor past every head: the same indexed read as since = last, without reading 10,000 heads first. */

@@ -118,6 +118,31 @@ export const median = (xs: readonly number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
+/** Per generator, a rate over its reference's. */
+export interface Ratio {
+  ac: number;
+  wrk?: number;
+}
+/** A load and its reference, measured back to back: the reference is a load (each generator's rate against the same generator's) or one rate for both. */
+export type Pair = readonly [load: LoadResult, ref: LoadResult | number];
+const refRate = (ref: LoadResult | number, wrk: boolean) => (typeof ref === "number" ? ref : wrk ? ref.wrk?.rate : ref.ac.rate);
+/** Per generator, each pair's load's rate over its reference's (wrk's only when every pair has both). */
+export function pairRatios(pairs: readonly Pair[]): { ac: number[]; wrk?: number[] } {
+  const wrk = pairs.every(([load, ref]) => load.wrk && refRate(ref, true) !== undefined) ? pairs.map(([load, ref]) => load.wrk!.rate / refRate(ref, true)!) : undefined;
+  return { ac: pairs.map(([load, ref]) => load.ac.rate / refRate(ref, false)!), wrk };
+}
+/** Per generator, the median of the pairs' ratios (the figure judged wherever a load is measured in pairs with its reference). */
+export function medianRatio(pairs: readonly Pair[]): Ratio {
+  const { ac, wrk } = pairRatios(pairs);
+  return { ac: median(ac), wrk: wrk && median(wrk) };
+}
+/** "median of 3 pairs: wrk 52 % (45 / 52 / 56) · autocannon 46 % (43 / 46 / 48)" */
+export function pairsText(pairs: readonly Pair[]): string {
+  const each = pairRatios(pairs);
+  const { ac, wrk } = medianRatio(pairs);
+  const part = (tool: string, m: number, xs: number[]) => `${tool} ${(m * 100).toFixed(0)} % (${xs.map((x) => (x * 100).toFixed(0)).join(" / ")})`;
+  return `median of ${pairs.length} pairs: ${[...(wrk === undefined ? [] : [part("wrk", wrk, each.wrk!)]), part("autocannon", ac, each.ac)].join(" · ")}`;
+}
 export const num = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString("en", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "—");
 const ms = (x: number) => (x >= 100 ? num(x) : x >= 10 ? num(x, 1) : num(x, 2));
 

@@ -22,6 +22,7 @@
  *   BENCH_GROWTH_SECONDS=2    length of each load of the growth figures
  *   BENCH_GROWTH_PAIRS=4      pairs of runs, point and reference, of each growth point
  *   BENCH_POST_PAIRS=3        pairs of the in-process append limit and the HTTP POST load (the ratio is their median)
+ *   BENCH_PAGE_PAIRS=3        pairs of the watcher page's load and the trivial Next page's (the ratio is their median)
  *   BENCH_TURN_RUNS=3         measured runs of the turns rooms (the figure is the median run by p99)
  *   BENCH_WARMUP_SECONDS=1    unmeasured load before each measured one
  *   BENCH_WRK_THREADS=1       wrk's threads (one, so that it takes no more of the cores than autocannon)
