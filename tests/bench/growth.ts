@@ -19,7 +19,7 @@
  */
 import { startServerChild } from "./common";
 import { fillRoom, fmtVerify, headOf, newRoom, postRequests, verifyOffline, verifyOnline, type Backend, type Report, type VerifyFigure } from "./core";
-import { describe, measure, medianRatio, num, pairsText, waitForQuiet, type LoadResult, type Ratio, type Req } from "./load";
+import { describe, measureAc, measureWrk, medianRatio, num, pairsText, waitForQuiet, warmUp, type Load, type LoadResult, type Ratio, type Req } from "./load";
 
 const SECONDS = Number(process.env.BENCH_GROWTH_SECONDS ?? 2);
 export const ROOM_COUNTS = [10, 1_000, 10_000];
@@ -75,22 +75,37 @@ function betterOf(a: LoadResult, b: LoadResult): LoadResult {
 /** Pairs of a point's run and its reference's (BENCH_GROWTH_PAIRS). */
 const PAIRS = Number(process.env.BENCH_GROWTH_PAIRS ?? 4);
 
+/** A load of one side of a pair, per generator (a post load gives wrk a room of its own). */
+type Side = (i: number, tool: "ac" | "wrk") => Load | Promise<Load>;
+
 /**
- * A load and its reference in PAIRS pairs, each pair's two runs back to back (in alternating
- * order, so that a drift favours neither): per generator, the better run of each (for the rates
- * shown) and the median of the pairs' ratios, point over reference (the figure judged).
+ * A load and its reference in PAIRS pairs: per generator, the better run of each (for the rates
+ * shown) and the median of the pairs' ratios, point over reference (the figure judged). Each ratio
+ * is of two runs by the same generator back to back, A B B A within a pair (autocannon on one side
+ * then the other, wrk the other way round) and the sides' order alternating from pair to pair, so
+ * that a drift favours neither. This machine changes speed within seconds (the same server's CPU
+ * per idle poll 0.036 ms, then 0.058–0.064 ms, in runs one after the other): the two runs a ratio
+ * compares are as near in time as they can be, two to three seconds apart (they were five to six
+ * when each side ran both generators in turn).
  */
-async function inTurn(point: (i: number) => Promise<LoadResult>, ref: (i: number) => Promise<LoadResult>): Promise<{ point: LoadResult; ref: LoadResult; ratio: Ratio }> {
+async function inTurn(point: Side, ref: Side): Promise<{ point: LoadResult; ref: LoadResult; ratio: Ratio }> {
   const points: LoadResult[] = [];
   const refs: LoadResult[] = [];
   for (let i = 0; i < PAIRS; i++) {
-    if (i % 2 === 0) {
-      points.push(await point(i));
-      refs.push(await ref(i));
-    } else {
-      refs.push(await ref(i));
-      points.push(await point(i));
-    }
+    const [first, second] = i % 2 === 0 ? [point, ref] : [ref, point];
+    const acFirst = await measureAc(await first(i, "ac"));
+    const acSecond = await measureAc(await second(i, "ac"));
+    // wrk's runs are warmed as autocannon's are (the first side's server has been idle meanwhile).
+    const wrkOf = async (side: Side) => {
+      const load = await side(i, "wrk");
+      await warmUp(load);
+      return measureWrk(load);
+    };
+    const wrkSecond = await wrkOf(second);
+    const wrkFirst = await wrkOf(first);
+    const [p, r] = i % 2 === 0 ? [{ ...acFirst, ...wrkFirst }, { ...acSecond, ...wrkSecond }] : [{ ...acSecond, ...wrkSecond }, { ...acFirst, ...wrkFirst }];
+    points.push(p);
+    refs.push(r);
   }
   const pairs = points.map((p, i) => [p, refs[i]!] as const);
   console.log(`  (point over reference, ${pairsText(pairs)})`);
@@ -147,12 +162,12 @@ export async function growthFigures(opts: { backend: Backend; env: Record<string
       // otherwise begin by reading again every row that expired meanwhile (up to 10,000, where a
       // server polled without pause reads about one in 22 each second): the bench's own pauses.
       const idle = await inTurn(
-        () => measure({ base, pid, connections: 64, seconds: SECONDS, requests: polls, route: READ_ROUTE }),
-        () => measure({ ...atRef, requests: refPolls, route: READ_ROUTE }),
+        () => ({ base, pid, connections: 64, seconds: SECONDS, requests: polls, route: READ_ROUTE }),
+        () => ({ ...atRef, requests: refPolls, route: READ_ROUTE }),
       );
       const post = await inTurn(
-        (i) => measure({ base, pid, connections: 64, seconds: SECONDS, warmup: warmup(i), requests: postRequests(targets), route: POST_ROUTE }),
-        (i) => measure({ ...atRef, warmup: warmup(i), requests: postRequests(refRooms), route: POST_ROUTE }),
+        (i) => ({ base, pid, connections: 64, seconds: SECONDS, warmup: warmup(i), requests: postRequests(targets), route: POST_ROUTE }),
+        (i) => ({ ...atRef, warmup: warmup(i), requests: postRequests(refRooms), route: POST_ROUTE }),
       );
       const point = { n, post: post.point, idle: idle.point, ref: { post: post.ref, idle: idle.ref, ratio: { post: post.ratio, idle: idle.ratio } } };
       out.rooms.push(point);
@@ -187,13 +202,14 @@ export async function growthFigures(opts: { backend: Backend; env: Record<string
       while (refPairs.length < PAIRS) refPairs.push(await fillPair(roomSizes(opts.backend)[0]));
       console.log(`  (the machine quiet after ${num(await waitForQuiet(), 1)} s)`);
       const idleOf = async (room: string): Promise<Req[]> => [{ method: "GET", path: `/api/rooms/${room}/messages?since=${await headOf(base, room)}` }];
-      const idleIn = async (pair: { acRoom: string; wrkRoom: string }) =>
-        measure({ base, pid, connections: 64, seconds: SECONDS, warmup: false, requests: await idleOf(pair.acRoom), route: READ_ROUTE }, { requests: await idleOf(pair.wrkRoom) });
-      // No warm-up (the path is warm from the rooms above): it would grow the room first.
-      const postIn = (pair: { acRoom: string; wrkRoom: string }) =>
-        measure({ base, pid, connections: 64, seconds: SECONDS, warmup: false, requests: postRequests([pair.acRoom]), route: POST_ROUTE }, { requests: postRequests([pair.wrkRoom]) });
-      const idle = await inTurn((i) => idleIn(pairs[i]!), (i) => idleIn(refPairs[i]!));
-      const post = await inTurn((i) => postIn(pairs[i]!), (i) => postIn(refPairs[i]!));
+      // Each generator loads a room of its own (the large room excepted); no warm-up (the path is
+      // warm from the rooms above): it would grow the room first.
+      const roomOf = (pair: { acRoom: string; wrkRoom: string }, tool: "ac" | "wrk") => (tool === "ac" ? pair.acRoom : pair.wrkRoom);
+      const at = { base, pid, connections: 64, seconds: SECONDS, warmup: false } as const;
+      const idleIn = (of: typeof pairs): Side => async (i, tool) => ({ ...at, requests: await idleOf(roomOf(of[i]!, tool)), route: READ_ROUTE });
+      const postIn = (of: typeof pairs): Side => (i, tool) => ({ ...at, requests: postRequests([roomOf(of[i]!, tool)]), route: POST_ROUTE });
+      const idle = await inTurn(idleIn(pairs), idleIn(refPairs));
+      const post = await inTurn(postIn(pairs), postIn(refPairs));
       const point = { n, post: post.point, idle: idle.point, ref: { post: post.ref, idle: idle.ref, ratio: { post: post.ratio, idle: idle.ratio } } };
       out.sizes.push(point);
       logPoint(report, `${label}: growth, events in the room`, point);

@@ -506,17 +506,33 @@ async function withServerView(load: Load, fn: () => Promise<ClientView>): Promis
  * run sees the state autocannon left, unless `forWrk` gives it requests (or a room) of its own.
  */
 export async function measure(load: Load, forWrk?: Partial<Load> | ((ac: ClientView) => Partial<Load>)): Promise<LoadResult> {
-  // The first load on a route meets cold code (JIT, lazy set-up): its first request on each of the
-  // 64 connections took up to 2.5 s here, enough to set a 5 s run's p99. A short load first, not
-  // counted, so that both generators measure the route warm. A load of a fixed size (a room
-  // filled to a size) is not warmed: that would change the size.
+  const ac = await measureAc(load);
+  if (load.noWrk) return ac;
+  const wrkLoad = { ...load, ...(typeof forWrk === "function" ? forWrk(ac.ac) : forWrk) };
+  return { ...ac, ...(await measureWrk(wrkLoad, wrkLoad.amount ? Math.max(1, ac.ac.seconds) : undefined)) };
+}
+
+/**
+ * The first load on a route meets cold code (JIT, lazy set-up): its first request on each of the
+ * 64 connections took up to 2.5 s here, enough to set a 5 s run's p99. A short load first, not
+ * counted, so that both generators measure the route warm. A load of a fixed size (a room filled
+ * to a size) is not warmed: that would change the size.
+ */
+export async function warmUp(load: Load): Promise<void> {
   if (!load.amount && load.warmup !== false && WARMUP > 0) await runAutocannon({ ...load, requests: load.warmup ?? load.requests, seconds: WARMUP });
+}
+
+/** The load with autocannon alone (after its warm-up), between two readings of the server's histogram. */
+export async function measureAc(load: Load): Promise<Pick<LoadResult, "ac" | "acServer" | "acCpu">> {
+  await warmUp(load);
   const [ac, acServer, acCpu] = await withServerView(load, () => runAutocannon(load));
-  if (load.noWrk) return { ac, acServer, acCpu };
-  const wrkLoad = { ...load, ...(typeof forWrk === "function" ? forWrk(ac) : forWrk) };
-  const seconds = wrkLoad.amount ? Math.max(1, ac.seconds) : (wrkLoad.seconds ?? DURATION);
-  const [wrk, wrkServer, wrkCpu] = await withServerView(wrkLoad, () => runWrk(wrkLoad, seconds));
-  return { ac, acServer, acCpu, wrk, wrkServer, wrkCpu };
+  return { ac, acServer, acCpu };
+}
+
+/** The load with wrk alone, for `seconds` (the load's own, else DURATION), between two readings of the server's histogram. */
+export async function measureWrk(load: Load, seconds = load.seconds ?? DURATION): Promise<Pick<LoadResult, "wrk" | "wrkServer" | "wrkCpu">> {
+  const [wrk, wrkServer, wrkCpu] = await withServerView(load, () => runWrk(load, seconds));
+  return { wrk, wrkServer, wrkCpu };
 }
 
 /** Both generators' lines (and the server's) for the log. */
