@@ -334,7 +334,6 @@ const POST_PAIRS = Number(process.env.BENCH_POST_PAIRS ?? 3);
 /** Pairs of the watcher page's load and the trivial Next page's (BENCH_PAGE_PAIRS). */
 const PAGE_PAIRS = Math.max(1, Number(process.env.BENCH_PAGE_PAIRS ?? 3));
 
-
 function logLoad(report: Report, name: string, r: LoadResult): void {
   const [first, ...rest] = describe(r);
   report(name, first!);
@@ -459,8 +458,8 @@ export async function coreFigures(opts: {
 
     if (wants("watcher")) {
       const html = { accept: "text/html" };
-      // In pairs, as the POST row: one pair's two loads, ten seconds apart, have read the machine
-      // in and out of one of its slow windows (a miss by 0.2 % in the thirty-second round's run).
+      // In pairs, as the POST row: one pair's two loads, about twelve seconds apart, have read the
+      // machine in and out of one of its slow windows (a miss by 0.2 % in the thirty-second round's run).
       f.watcherPairs = [];
       for (let i = 0; i < PAGE_PAIRS; i++) {
         const of = i === 0 ? "" : ` (pair ${i + 1} of ${PAGE_PAIRS})`;

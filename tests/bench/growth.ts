@@ -75,7 +75,7 @@ function betterOf(a: LoadResult, b: LoadResult): LoadResult {
 /** Pairs of a point's run and its reference's (BENCH_GROWTH_PAIRS). */
 const PAIRS = Number(process.env.BENCH_GROWTH_PAIRS ?? 4);
 
-/** A load of one side of a pair, per generator (a post load gives wrk a room of its own). */
+/** A side of a pair: its load for each generator (in the rooms of a given size, each generator has a room of its own). */
 type Side = (i: number, tool: "ac" | "wrk") => Load | Promise<Load>;
 
 /**
