@@ -17,7 +17,7 @@ import { createRoom } from "../../lib/services/rooms";
 import { launchChromium } from "../helpers/browser";
 import { inProcessPgServices, inProcessServices, rssMb, startServerChild, type ServerChild } from "./common";
 import { forkClient } from "./ipc";
-import { DURATION, describe, measure, median, medianRatio, num, rateText, WARMUP, type LoadResult, type Req } from "./load";
+import { DURATION, describe, inPair, measure, median, medianRatio, num, rateText, WARMUP, type LoadResult, type Req } from "./load";
 
 export type Report = (name: string, value: string) => void;
 export type Backend = "sqlite" | "postgres";
@@ -458,14 +458,15 @@ export async function coreFigures(opts: {
 
     if (wants("watcher")) {
       const html = { accept: "text/html" };
-      // In pairs, as the POST row: one pair's two loads, about twelve seconds apart, have read the
-      // machine in and out of one of its slow windows (a miss by 0.2 % in the thirty-second round's run).
+      // In pairs, each A B B A per generator: one load of each, measured whole one after the other,
+      // had their runs about twelve seconds apart, in and out of the machine's slow spells (a miss
+      // by 0.2 % in the thirty-second round's run).
+      const page = (path: string) => () => ({ base, pid, connections: 16, headers: html, requests: [{ method: "GET" as const, path }] });
       f.watcherPairs = [];
       for (let i = 0; i < PAGE_PAIRS; i++) {
         const of = i === 0 ? "" : ` (pair ${i + 1} of ${PAGE_PAIRS})`;
-        const watcher = await measure({ base, pid, connections: 16, headers: html, requests: [{ method: "GET", path: `/${pageRoom}` }] });
+        const [watcher, home] = await inPair(page(`/${pageRoom}`), page("/"), i);
         logLoad(report, `${label}: Watcher page (1,000-message room), 16 connections${of}`, watcher);
-        const home = await measure({ base, pid, connections: 16, headers: html, requests: [{ method: "GET", path: "/" }] });
         logLoad(report, `${label}: Trivial Next page (GET /), 16 connections${of}`, home);
         f.watcherPairs.push([watcher, home]);
       }

@@ -19,7 +19,7 @@
  */
 import { startServerChild } from "./common";
 import { fillRoom, fmtVerify, headOf, newRoom, postRequests, verifyOffline, verifyOnline, type Backend, type Report, type VerifyFigure } from "./core";
-import { describe, measureAc, measureWrk, medianRatio, num, pairsText, waitForQuiet, warmUp, type Load, type LoadResult, type Ratio, type Req } from "./load";
+import { describe, inPair, medianRatio, num, pairsText, waitForQuiet, type LoadResult, type Ratio, type Req, type Side } from "./load";
 
 const SECONDS = Number(process.env.BENCH_GROWTH_SECONDS ?? 2);
 export const ROOM_COUNTS = [10, 1_000, 10_000];
@@ -75,35 +75,19 @@ function betterOf(a: LoadResult, b: LoadResult): LoadResult {
 /** Pairs of a point's run and its reference's (BENCH_GROWTH_PAIRS). */
 const PAIRS = Number(process.env.BENCH_GROWTH_PAIRS ?? 4);
 
-/** A side of a pair: its load for each generator (in the rooms of a given size, each generator has a room of its own). */
-type Side = (i: number, tool: "ac" | "wrk") => Load | Promise<Load>;
-
 /**
- * A load and its reference in PAIRS pairs: per generator, the better run of each (for the rates
- * shown) and the median of the pairs' ratios, point over reference (the figure judged). Each ratio
- * is of two runs by the same generator back to back, A B B A within a pair (autocannon on one side
- * then the other, wrk the other way round) and the sides' order alternating from pair to pair, so
- * that a drift favours neither. This machine changes speed within seconds (the same server's CPU
- * per idle poll 0.036 ms, then 0.058–0.064 ms, in runs one after the other): the two runs a ratio
- * compares are as near in time as they can be, two to three seconds apart (they were five to six
- * when each side ran both generators in turn).
+ * A load and its reference in PAIRS pairs (inPair: A B B A per generator, the sides' order
+ * alternating): per generator, the better run of each (for the rates shown) and the median of the
+ * pairs' ratios, point over reference (the figure judged). This machine changes speed within
+ * seconds (the same server's CPU per idle poll 0.036 ms, then 0.058–0.064 ms, in runs one after
+ * the other), so the two runs a ratio compares are as near in time as they can be, two to three
+ * seconds apart (they were five to six when each side ran both generators in turn).
  */
 async function inTurn(point: Side, ref: Side): Promise<{ point: LoadResult; ref: LoadResult; ratio: Ratio }> {
   const points: LoadResult[] = [];
   const refs: LoadResult[] = [];
   for (let i = 0; i < PAIRS; i++) {
-    const [first, second] = i % 2 === 0 ? [point, ref] : [ref, point];
-    const acFirst = await measureAc(await first(i, "ac"));
-    const acSecond = await measureAc(await second(i, "ac"));
-    // wrk's runs are warmed as autocannon's are (the first side's server has been idle meanwhile).
-    const wrkOf = async (side: Side) => {
-      const load = await side(i, "wrk");
-      await warmUp(load);
-      return measureWrk(load);
-    };
-    const wrkSecond = await wrkOf(second);
-    const wrkFirst = await wrkOf(first);
-    const [p, r] = i % 2 === 0 ? [{ ...acFirst, ...wrkFirst }, { ...acSecond, ...wrkSecond }] : [{ ...acSecond, ...wrkSecond }, { ...acFirst, ...wrkFirst }];
+    const [p, r] = await inPair(point, ref, i);
     points.push(p);
     refs.push(r);
   }

@@ -518,21 +518,47 @@ export async function measure(load: Load, forWrk?: Partial<Load> | ((ac: ClientV
  * counted, so that both generators measure the route warm. A load of a fixed size (a room filled
  * to a size) is not warmed: that would change the size.
  */
-export async function warmUp(load: Load): Promise<void> {
+async function warmUp(load: Load): Promise<void> {
   if (!load.amount && load.warmup !== false && WARMUP > 0) await runAutocannon({ ...load, requests: load.warmup ?? load.requests, seconds: WARMUP });
 }
 
 /** The load with autocannon alone (after its warm-up), between two readings of the server's histogram. */
-export async function measureAc(load: Load): Promise<Pick<LoadResult, "ac" | "acServer" | "acCpu">> {
+async function measureAc(load: Load): Promise<Pick<LoadResult, "ac" | "acServer" | "acCpu">> {
   await warmUp(load);
   const [ac, acServer, acCpu] = await withServerView(load, () => runAutocannon(load));
   return { ac, acServer, acCpu };
 }
 
 /** The load with wrk alone, for `seconds` (the load's own, else DURATION), between two readings of the server's histogram. */
-export async function measureWrk(load: Load, seconds = load.seconds ?? DURATION): Promise<Pick<LoadResult, "wrk" | "wrkServer" | "wrkCpu">> {
+async function measureWrk(load: Load, seconds = load.seconds ?? DURATION): Promise<Pick<LoadResult, "wrk" | "wrkServer" | "wrkCpu">> {
   const [wrk, wrkServer, wrkCpu] = await withServerView(load, () => runWrk(load, seconds));
   return { wrk, wrkServer, wrkCpu };
+}
+
+/** A side of a pair: its load for each generator (where the load changes state, each generator may have a room of its own). */
+export type Side = (i: number, tool: "ac" | "wrk") => Load | Promise<Load>;
+
+/**
+ * Pair `i` of two loads compared with each other, A B B A per generator: autocannon on one side then
+ * the other, wrk the other way round, with the sides' order alternating from pair to pair (A first
+ * in even pairs), so that a drift favours neither and each ratio compares two runs of one generator
+ * a few seconds apart. Each wrk run is warmed as autocannon's are (the other side idled meanwhile).
+ * Returns [a's load, b's load].
+ */
+export async function inPair(a: Side, b: Side, i: number): Promise<[LoadResult, LoadResult]> {
+  const [first, second] = i % 2 === 0 ? [a, b] : [b, a];
+  const acFirst = await measureAc(await first(i, "ac"));
+  const acSecond = await measureAc(await second(i, "ac"));
+  const wrkOf = async (side: Side) => {
+    const load = await side(i, "wrk");
+    await warmUp(load);
+    return measureWrk(load);
+  };
+  const wrkSecond = await wrkOf(second);
+  const wrkFirst = await wrkOf(first);
+  const ofFirst = { ...acFirst, ...wrkFirst };
+  const ofSecond = { ...acSecond, ...wrkSecond };
+  return i % 2 === 0 ? [ofFirst, ofSecond] : [ofSecond, ofFirst];
 }
 
 /** Both generators' lines (and the server's) for the log. */
