@@ -330,7 +330,7 @@ export interface CoreFigures {
 }
 
 /** Pairs of the in-process append limit and the HTTP POST load (BENCH_POST_PAIRS). */
-const POST_PAIRS = Number(process.env.BENCH_POST_PAIRS ?? 3);
+const POST_PAIRS = Math.max(1, Number(process.env.BENCH_POST_PAIRS ?? 3));
 /** Pairs of the watcher page's load and the trivial Next page's (BENCH_PAGE_PAIRS). */
 const PAGE_PAIRS = Math.max(1, Number(process.env.BENCH_PAGE_PAIRS ?? 3));
 
