@@ -19,8 +19,8 @@
  *                             the default run): arbiter, tasks, slow. E.g. BENCH_ONLY=ceiling,post,idle
  *                             or BENCH_ONLY=postgres,growth.
  *   BENCH_BIG_EVENTS=100000, BENCH_BIG_EVENTS_PG=100000   the large room of the growth and verify figures
- *   BENCH_GROWTH_SECONDS=2    length of each load of the growth figures
- *   BENCH_GROWTH_PAIRS=4      pairs of runs, point and reference, of each growth point
+ *   BENCH_GROWTH_SECONDS=1    length of each load of the growth figures
+ *   BENCH_GROWTH_PAIRS=8      pairs of runs, point and reference, of each growth point
  *   BENCH_POST_PAIRS=3        pairs of the in-process append limit and the HTTP POST load (the ratio is their median)
  *   BENCH_PAGE_PAIRS=3        pairs of the watcher page's load and the trivial Next page's (the ratio is their median)
  *   BENCH_TURN_RUNS=3         measured runs of the turns rooms (the figure is the median run by p99)
