@@ -76,8 +76,8 @@ function betterOf(a: LoadResult, b: LoadResult): LoadResult {
  * Pairs of a point's run and its reference's (BENCH_GROWTH_PAIRS), each run BENCH_GROWTH_SECONDS
  * long: eight of 1 s rather than four of 2 s, the same seconds of load. Single pairs read 66–148 %
  * where point and reference were alike, sometimes several in a row; with four pairs, points
- * identical to their reference read up to 121 %, and with eight, every median lay within 81–109 %
- * in the three runs taken (docs/BENCHMARKS.md, thirty-third and thirty-fourth rounds).
+ * identical to their reference read up to 121 %, and with eight, every median lay within 81–113 %
+ * in the seven runs of a backend taken (docs/BENCHMARKS.md, thirty-third and thirty-fourth rounds).
  */
 const PAIRS = Math.max(1, Number(process.env.BENCH_GROWTH_PAIRS ?? 8));
 
