@@ -17,7 +17,7 @@ import { createRoom } from "../../lib/services/rooms";
 import { launchChromium } from "../helpers/browser";
 import { inProcessPgServices, inProcessServices, rssMb, startServerChild, type ServerChild } from "./common";
 import { forkClient } from "./ipc";
-import { DURATION, describe, inPair, measure, median, medianRatio, num, rateText, WARMUP, type LoadResult, type Req } from "./load";
+import { countFromEnv, DURATION, describe, inPair, measure, median, medianRatio, num, rateText, WARMUP, type LoadResult, type Req } from "./load";
 
 export type Report = (name: string, value: string) => void;
 export type Backend = "sqlite" | "postgres";
@@ -330,9 +330,9 @@ export interface CoreFigures {
 }
 
 /** Pairs of the in-process append limit and the HTTP POST load (BENCH_POST_PAIRS). */
-const POST_PAIRS = Math.max(1, Number(process.env.BENCH_POST_PAIRS ?? 3));
+const POST_PAIRS = countFromEnv("BENCH_POST_PAIRS", 3);
 /** Pairs of the watcher page's load and the trivial Next page's (BENCH_PAGE_PAIRS). */
-const PAGE_PAIRS = Math.max(1, Number(process.env.BENCH_PAGE_PAIRS ?? 3));
+const PAGE_PAIRS = countFromEnv("BENCH_PAGE_PAIRS", 3);
 
 function logLoad(report: Report, name: string, r: LoadResult): void {
   const [first, ...rest] = describe(r);

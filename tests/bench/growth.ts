@@ -19,7 +19,7 @@
  */
 import { startServerChild } from "./common";
 import { fillRoom, fmtVerify, headOf, newRoom, postRequests, verifyOffline, verifyOnline, type Backend, type Report, type VerifyFigure } from "./core";
-import { describe, inPair, medianRatio, num, pairsText, waitForQuiet, type LoadResult, type Ratio, type Req, type Side } from "./load";
+import { countFromEnv, describe, inPair, medianRatio, num, pairsText, waitForQuiet, type LoadResult, type Ratio, type Req, type Side } from "./load";
 
 const SECONDS = Number(process.env.BENCH_GROWTH_SECONDS ?? 1);
 export const ROOM_COUNTS = [10, 1_000, 10_000];
@@ -79,7 +79,7 @@ function betterOf(a: LoadResult, b: LoadResult): LoadResult {
  * identical to their reference read up to 121 %, and with eight, every median lay within 81–113 %
  * in the seven runs of a backend taken (docs/BENCHMARKS.md, thirty-third and thirty-fourth rounds).
  */
-const PAIRS = Math.max(1, Number(process.env.BENCH_GROWTH_PAIRS ?? 8));
+const PAIRS = countFromEnv("BENCH_GROWTH_PAIRS", 8);
 
 /**
  * A load and its reference in PAIRS pairs (inPair: A B B A per generator, the sides' order

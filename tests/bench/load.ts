@@ -11,6 +11,18 @@ import path from "node:path";
 import autocannon from "autocannon";
 
 const WRK_SCRIPT = path.join(import.meta.dirname, "requests.lua");
+
+/**
+ * A count of runs or pairs from the environment (`name`, else `fallback`): at least 1, since a
+ * median of none is undefined. Not a number stops the bench with the variable's name, rather than
+ * a table of NaN at the end of a 40-minute run.
+ */
+export function countFromEnv(name: string, fallback: number): number {
+  const raw = process.env[name];
+  const n = raw === undefined || raw === "" ? fallback : Number(raw);
+  if (!Number.isFinite(n)) throw new Error(`${name}=${raw}: expected a whole number of runs, such as ${fallback}.`);
+  return Math.max(1, Math.floor(n));
+}
 export const DURATION = Number(process.env.BENCH_SECONDS ?? 5);
 /** wrk's threads: one by default, so that it takes no more of the two cores than autocannon does. */
 const WRK_THREADS = Number(process.env.BENCH_WRK_THREADS ?? 1);

@@ -20,7 +20,7 @@ import { claimTurn, currentTurn, replyTurn } from "../../lib/services/turns";
 import { createRoomBody } from "../../lib/schemas/rooms";
 import { inProcessServices, percentile, startServerChild } from "./common";
 import { forkClient, sendToParent } from "./ipc";
-import { cpuSeconds, fmtSigned, machineBusySeconds, runQueueSeconds, signatures } from "./load";
+import { countFromEnv, cpuSeconds, fmtSigned, machineBusySeconds, runQueueSeconds, signatures } from "./load";
 
 type Report = (name: string, value: string) => void;
 
@@ -35,7 +35,7 @@ const ROUNDS = 20;
  * is 2–3 s, a single sample of a machine that slows by half for tens of seconds at a time
  * (docs/BENCHMARKS.md, thirty-second round).
  */
-const RUNS = Math.max(1, Number(process.env.BENCH_TURN_RUNS ?? 3));
+const RUNS = countFromEnv("BENCH_TURN_RUNS", 3);
 /** The scripted run gives up (and counts what is unfinished as errors) after this long. */
 const DEADLINE_MS = 90_000;
 /** BENCH_TURN_COLD=1: no warm-up run and no connections opened before the clock starts. */
